@@ -1,0 +1,1219 @@
+/* SPDX-License-Identifier: ISC */
+/*
+ * ponywrite - replace a file so that a crash leaves either its complete old
+ * content or its complete new content, never an empty or partial file.
+ *
+ * The input (standard input, -i SOURCE, or the output of a command) is copied
+ * into a temporary file created in the target's own directory.  The protocol,
+ * one function each below:
+ *
+ *	1. resolve_target	find the real file and open its directory
+ *	2. create_temp		.NAME.RANDOM, O_EXCL|O_NOFOLLOW, mode 0600
+ *	3. fill_temp		copy the input (or run the command) into it
+ *	4. apply_metadata	owner, attributes, then mode, on the descriptor
+ *	5. flush_fd		fsync the temporary file
+ *	6. commit		rename it over the target, fsync the directory
+ *
+ * Any failure before step 6 removes the temporary file and leaves the target
+ * as it was.  Only after the directory is flushed does ponywrite exit 0.
+ */
+#define _GNU_SOURCE
+#define _FILE_OFFSET_BITS 64
+#include <sys/types.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Portability: capability-named switches, nothing OS-named below this block. */
+#if defined(__linux__)
+#define HAVE_SPLICE 1
+#define HAVE_COPY_FILE_RANGE 1
+#endif
+#ifdef __has_include
+#if __has_include(<sys/random.h>)
+#include <sys/random.h>
+#define HAVE_GETRANDOM 1
+#endif
+#if __has_include(<sys/xattr.h>)
+#include <sys/xattr.h>
+#define HAVE_XATTR 1
+#endif
+#endif
+#ifndef ENOTSUP
+#define ENOTSUP EOPNOTSUPP
+#endif
+#ifndef ENODATA
+#define ENODATA ENOATTR
+#endif
+
+#define VERSION		"0.1.0"
+#define MAX_HOPS	40		/* symbolic links followed, as SYMLOOP_MAX */
+#define RANDOM_LEN	12		/* random characters in a temporary name */
+#define BUFSIZE		(128 * 1024)
+#define CHUNK		(1 << 30)	/* bytes asked of splice/copy_file_range */
+
+static struct {
+	int	 append, backup, ifchanged, lock, noempty, nofollow;
+	int	 parents, sync, verbose;
+	const char *input;		/* NULL: standard input */
+	const char *mode;
+	uid_t	 uid;			/* (uid_t)-1: keep or default */
+	gid_t	 gid;
+	const char *suffix;
+	const char *target;		/* as the user typed it */
+	char	**command;		/* NULL: not command mode */
+} opt = { .sync = 1, .uid = (uid_t)-1, .gid = (gid_t)-1, .suffix = "~" };
+
+/* The file being replaced, once resolved. */
+static struct {
+	char	*dirpath;		/* its real directory, for messages */
+	int	 dirfd;
+	char	*name;			/* its name in that directory */
+	int	 exists;		/* something has that name */
+	int	 regular;		/* ... and it is a regular file */
+	struct stat st;
+	int	 fd;			/* read descriptor of the old file, or -1 */
+} tgt = { .dirfd = -1, .fd = -1 };
+
+/* The new file's metadata. */
+static struct {
+	mode_t	 mode;
+	uid_t	 uid;
+	gid_t	 gid;
+} meta;
+
+/* Shared with the signal handler. */
+static char tmpname[NAME_MAX + 1];	/* empty when no temporary file exists */
+static char bakname[NAME_MAX + 1];	/* hidden link made for -b */
+static volatile pid_t child;
+static volatile sig_atomic_t caught;
+static sigset_t fatalsigs, origmask;
+static int failstatus = 1;		/* 125 in command mode */
+static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
+
+static char buf[BUFSIZE], cmpbuf[BUFSIZE];
+
+static void
+usage(FILE *fp)
+{
+	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner]"
+	    " [-g group] [-S suffix]\n"
+	    "                 [--no-sync] target [command [argument ...]]\n"
+	    "       ponywrite --help | --version\n", fp);
+}
+
+static void
+help(void)
+{
+	usage(stdout);
+	fputs("\nReplace TARGET atomically and durably with standard input,"
+	    " SOURCE,\nor the output of COMMAND.\n\n"
+	    "  -a, --append           new content is the old content followed"
+	    " by the input\n"
+	    "  -b, --backup           keep the previous version as TARGET~\n"
+	    "  -C, --if-changed       leave TARGET alone if nothing would change\n"
+	    "  -E, --no-empty         refuse to replace TARGET with empty input\n"
+	    "  -g, --group=GROUP      group of the new file\n"
+	    "  -i, --input=SOURCE     read SOURCE instead of standard input\n"
+	    "  -l, --lock             serialize with other ponywrite -l runs\n"
+	    "  -m, --mode=MODE        mode of the new file (octal or symbolic)\n"
+	    "  -o, --owner=OWNER      owner of the new file\n"
+	    "  -p, --parents          create missing parent directories\n"
+	    "  -P, --no-dereference   replace a symbolic link itself\n"
+	    "  -S, --suffix=SUFFIX    backup suffix instead of ~\n"
+	    "  -v, --verbose          say what was done\n"
+	    "      --no-sync          keep old-or-new, but skip the final"
+	    " directory flush\n", stdout);
+}
+
+/* Error handling: remove what we made, say why, exit. */
+
+static void
+remove_temp(void)
+{
+	int e = errno;
+
+	if (tmpname[0] != '\0')
+		unlinkat(tgt.dirfd, tmpname, 0);
+	if (bakname[0] != '\0')
+		unlinkat(tgt.dirfd, bakname, 0);
+	tmpname[0] = bakname[0] = '\0';
+	errno = e;
+}
+
+static void
+vwarnx(const char *path, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	if (path != NULL)
+		fprintf(stderr, "ponywrite: %s: %s\n", path, msg);
+	else
+		fprintf(stderr, "ponywrite: %s\n", msg);
+}
+
+static void
+warnx(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vwarnx(path, fmt, ap);
+	va_end(ap);
+}
+
+static _Noreturn void
+fail(const char *path, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	remove_temp();
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	/* In command mode, 125 alone does not say what became of the target. */
+	warnx(path, "%s%s", msg, opt.command != NULL ?
+	    "; target not replaced" : "");
+	exit(failstatus);
+}
+
+static _Noreturn void
+fail_errno(const char *path)
+{
+	fail(path, "%s", strerror(errno));
+}
+
+static _Noreturn void
+usage_error(const char *fmt, const char *arg)
+{
+	fputs("ponywrite: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	usage(stderr);
+	exit(2);
+}
+
+static _Noreturn void
+bad_option(int ch, const char *arg)
+{
+	char flag[3] = { '-', (char)optopt, '\0' };
+
+	usage_error(ch == ':' ? "option requires an argument: %s" :
+	    "unknown option: %s", optopt != 0 ? flag : arg);
+}
+
+/* After --help and --version: a full disk must not go unnoticed. */
+static _Noreturn void
+close_stdout(void)
+{
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0)
+		fail("stdout", "%s", strerror(errno));
+	exit(0);
+}
+
+static void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (p == NULL)
+		fail(NULL, "%s", strerror(errno));
+	return p;
+}
+
+/* System call wrappers: retry EINTR, finish short writes. */
+
+static int
+xwrite(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
+static ssize_t
+xread(int fd, void *p, size_t n)
+{
+	ssize_t r;
+
+	while ((r = read(fd, p, n)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+static ssize_t
+xpread(int fd, void *p, size_t n, off_t off)
+{
+	ssize_t r;
+
+	while ((r = pread(fd, p, n, off)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+/* An fsync error is final: only EINTR, which means nothing was done, is retried. */
+static int
+flush_fd(int fd)
+{
+	int r;
+
+#ifdef F_FULLFSYNC
+	if (fcntl(fd, F_FULLFSYNC) == 0)
+		return 0;
+#endif
+	while ((r = fsync(fd)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+static int
+xflock(int fd, int op)
+{
+	int r;
+
+	while ((r = flock(fd, op)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+static char *
+join(const char *dir, const char *name)
+{
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *p = xmalloc(n);
+
+	if (strcmp(dir, ".") == 0)
+		snprintf(p, n, "%s", name);
+	else
+		snprintf(p, n, "%s%s%s", dir,
+		    dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+	return p;
+}
+
+/* Split PATH into a directory ("." if none) and a final name. */
+static void
+split_path(const char *path, char **dir, char **name)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL) {
+		*dir = strdup(".");
+		*name = strdup(path);
+	} else if (slash == path) {
+		*dir = strdup("/");
+		*name = strdup(slash + 1);
+	} else {
+		*dir = strndup(path, slash - path);
+		*name = strdup(slash + 1);
+	}
+	if (*dir == NULL || *name == NULL)
+		fail_errno(NULL);
+}
+
+/* Options. */
+
+/*
+ * Apply chmod(1) MODE to BASE.  Without a "who", bits set in UMASK are left
+ * alone, as chmod does.  Returns -1 if MODE is invalid.
+ */
+static int
+parse_mode(const char *s, mode_t base, mode_t umask, mode_t *res)
+{
+	mode_t who, perm, mask, m = base;
+	unsigned long n;
+	char *end, op;
+
+	if (*s >= '0' && *s <= '7') {
+		n = strtoul(s, &end, 8);
+		if (*end != '\0' || n > 07777)
+			return -1;
+		*res = n;
+		return 0;
+	}
+	for (;;) {
+		for (who = 0; *s != '\0' && strchr("ugoa", *s) != NULL; s++)
+			who |= *s == 'u' ? 04700 : *s == 'g' ? 02070 :
+			    *s == 'o' ? 01007 : 07777;
+		mask = who != 0 ? who : 07777 & ~umask;
+		if (*s == '\0' || strchr("+-=", *s) == NULL)
+			return -1;
+		while (*s != '\0' && strchr("+-=", *s) != NULL) {
+			op = *s++;
+			perm = 0;
+			if (*s != '\0' && strchr("ugo", *s) != NULL) {
+				n = *s == 'u' ? m >> 6 & 7 : *s == 'g' ?
+				    m >> 3 & 7 : m & 7;
+				perm = n << 6 | n << 3 | n;
+				s++;
+			}
+			for (; *s != '\0' && strchr("rwxXst", *s) != NULL; s++)
+				perm |= *s == 'r' ? 0444 : *s == 'w' ? 0222 :
+				    *s == 'x' ? 0111 : *s == 's' ? 06000 :
+				    *s == 't' ? 01000 : (m & 0111 ? 0111 : 0);
+			if (op == '+')
+				m |= perm & mask;
+			else if (op == '-')
+				m &= ~(perm & mask);
+			else
+				m = (m & ~(who != 0 ? who : 07777)) |
+				    (perm & mask);
+		}
+		if (*s == '\0')
+			break;
+		if (*s++ != ',')
+			return -1;
+	}
+	*res = m;
+	return 0;
+}
+
+static int
+parse_number(const char *s, unsigned long *n)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	*n = strtoul(s, &end, 10);
+	return *end != '\0' || errno != 0 ? -1 : 0;
+}
+
+static uid_t
+parse_owner(const char *s)
+{
+	struct passwd *pw;
+	unsigned long n;
+
+	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1)
+		return n;
+	if ((pw = getpwnam(s)) == NULL)
+		usage_error("unknown user: '%s'", s);
+	return pw->pw_uid;
+}
+
+static gid_t
+parse_group(const char *s)
+{
+	struct group *gr;
+	unsigned long n;
+
+	if (parse_number(s, &n) == 0 && n == (gid_t)n && (gid_t)n != (gid_t)-1)
+		return n;
+	if ((gr = getgrnam(s)) == NULL)
+		usage_error("unknown group: '%s'", s);
+	return gr->gr_gid;
+}
+
+static void
+parse_options(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		{ "append",		no_argument,		NULL, 'a' },
+		{ "backup",		no_argument,		NULL, 'b' },
+		{ "if-changed",		no_argument,		NULL, 'C' },
+		{ "no-empty",		no_argument,		NULL, 'E' },
+		{ "group",		required_argument,	NULL, 'g' },
+		{ "help",		no_argument,		NULL, 'h' },
+		{ "input",		required_argument,	NULL, 'i' },
+		{ "lock",		no_argument,		NULL, 'l' },
+		{ "mode",		required_argument,	NULL, 'm' },
+		{ "no-sync",		no_argument,		NULL, 'N' },
+		{ "owner",		required_argument,	NULL, 'o' },
+		{ "parents",		no_argument,		NULL, 'p' },
+		{ "no-dereference",	no_argument,		NULL, 'P' },
+		{ "suffix",		required_argument,	NULL, 'S' },
+		{ "verbose",		no_argument,		NULL, 'v' },
+		{ "version",		no_argument,		NULL, 'V' },
+		{ NULL,			0,			NULL, 0 }
+	};
+	mode_t unused;
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "+:abCEg:i:lm:o:pPS:v", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'a': opt.append = 1; break;
+		case 'b': opt.backup = 1; break;
+		case 'C': opt.ifchanged = 1; break;
+		case 'E': opt.noempty = 1; break;
+		case 'g': opt.gid = parse_group(optarg); break;
+		case 'h': help(); close_stdout();
+		case 'i': opt.input = optarg; break;
+		case 'l': opt.lock = 1; break;
+		case 'm': opt.mode = optarg; break;
+		case 'N': opt.sync = 0; break;
+		case 'o': opt.uid = parse_owner(optarg); break;
+		case 'p': opt.parents = 1; break;
+		case 'P': opt.nofollow = 1; break;
+		case 'S': opt.suffix = optarg; break;
+		case 'v': opt.verbose = 1; break;
+		case 'V': puts("ponywrite " VERSION); close_stdout();
+		default: bad_option(ch, argv[optind - 1]);
+		}
+	}
+	argv += optind;
+	if ((opt.target = *argv++) == NULL)
+		usage_error("missing target%s", "");
+	if (*argv != NULL)
+		opt.command = argv;
+	if (opt.command != NULL && opt.input != NULL)
+		usage_error("-i cannot be combined with a command%s", "");
+	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
+		usage_error("invalid mode: '%s'", opt.mode);
+	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
+		usage_error("invalid suffix: '%s'", opt.suffix);
+	if (opt.command != NULL)
+		failstatus = 125;
+}
+
+/* Signals: remove the temporary file and die by the same signal. */
+
+static void
+on_signal(int sig)
+{
+	if (child > 0 && sig != SIGPIPE) {
+		kill(child, sig);
+		caught = sig;
+		return;
+	}
+	remove_temp();
+	signal(sig, SIG_DFL);
+	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+static void
+setup_signals(void)
+{
+	struct sigaction sa;
+	size_t i;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&fatalsigs);
+	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+		sigaddset(&fatalsigs, fatal[i]);
+	sa.sa_mask = fatalsigs;
+	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+		sigaction(fatal[i], &sa, NULL);
+	/* Past RLIMIT_FSIZE, fail with EFBIG and clean up instead of dying. */
+	signal(SIGXFSZ, SIG_IGN);
+}
+
+static void
+block_signals(void)
+{
+	sigprocmask(SIG_BLOCK, &fatalsigs, NULL);
+}
+
+static void
+unblock_signals(void)
+{
+	sigprocmask(SIG_SETMASK, &origmask, NULL);
+}
+
+/* A descriptor 0-2 that is closed would be reused for our own files. */
+static void
+open_std_fds(void)
+{
+	int fd;
+
+	for (fd = 0; fd < 3; fd++)
+		if (fcntl(fd, F_GETFD) < 0 &&
+		    open("/dev/null", O_RDWR) != fd)
+			abort();
+}
+
+/* Step 1: resolve the target and open its directory. */
+
+static int
+open_dir_at(int atfd, const char *path)
+{
+	return openat(atfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* -p: create each missing directory of PATH, flushing its parent. */
+static int
+make_parents(int atfd, const char *path)
+{
+	char *p, *s, *next;
+	int fd, sub;
+
+	if ((fd = open_dir_at(atfd, path)) >= 0 || errno != ENOENT)
+		return fd;
+	if ((p = strdup(path)) == NULL ||
+	    (fd = open_dir_at(atfd, *path == '/' ? "/" : ".")) < 0)
+		return -1;
+	for (s = p; *s != '\0'; s = next) {
+		if ((next = strchr(s, '/')) != NULL)
+			*next++ = '\0';
+		else
+			next = s + strlen(s);
+		if (*s == '\0')
+			continue;
+		if ((sub = open_dir_at(fd, s)) < 0 && errno == ENOENT &&
+		    (mkdirat(fd, s, 0777) == 0 || errno == EEXIST) &&
+		    (!opt.sync || flush_fd(fd) == 0))
+			sub = open_dir_at(fd, s);
+		close(fd);
+		if ((fd = sub) < 0)
+			break;
+	}
+	free(p);
+	return fd;
+}
+
+/* Open directory PATH (relative to ATFD); DISPLAY names it in messages. */
+static void
+enter_dir(int atfd, const char *path, char *display)
+{
+	int fd = opt.parents ? make_parents(atfd, path) :
+	    open_dir_at(atfd, path);
+
+	if (fd < 0)
+		fail_errno(display);
+	if (tgt.dirfd >= 0)
+		close(tgt.dirfd);
+	tgt.dirfd = fd;
+	if (display != tgt.dirpath)
+		free(tgt.dirpath);
+	tgt.dirpath = display;
+}
+
+/*
+ * The kernel's protected_symlinks rule: in a sticky world-writable
+ * directory, follow only links owned by us or by the directory's owner.
+ */
+static void
+check_protected_link(const struct stat *link)
+{
+	struct stat dir;
+
+	if (fstat(tgt.dirfd, &dir) < 0)
+		fail_errno(tgt.dirpath);
+	if ((dir.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH) &&
+	    link->st_uid != geteuid() && link->st_uid != dir.st_uid)
+		fail(opt.target, "refusing to follow symbolic link in sticky"
+		    " world-writable directory: %s", strerror(EACCES));
+}
+
+static char *
+read_link(const struct stat *st)
+{
+	size_t n = st->st_size > 0 ? (size_t)st->st_size + 1 : PATH_MAX;
+	char *link = xmalloc(n);
+	ssize_t len;
+
+	if ((len = readlinkat(tgt.dirfd, tgt.name, link, n)) < 0)
+		fail_errno(opt.target);
+	if ((size_t)len >= n) {
+		errno = ENAMETOOLONG;
+		fail_errno(opt.target);
+	}
+	link[len] = '\0';
+	return link;
+}
+
+/* Move from a symbolic link to what it points to. */
+static void
+follow_link(const struct stat *st)
+{
+	char *link, *dir, *name;
+
+	check_protected_link(st);
+	link = read_link(st);
+	split_path(link, &dir, &name);
+	if (strchr(link, '/') == NULL)
+		free(dir);
+	else if (*link == '/')
+		enter_dir(AT_FDCWD, dir, dir);
+	else {
+		enter_dir(tgt.dirfd, dir, join(tgt.dirpath, dir));
+		free(dir);
+	}
+	free(link);
+	free(tgt.name);
+	tgt.name = name;
+}
+
+static void
+resolve_target(void)
+{
+	char *dir;
+	int hops;
+
+	if (*opt.target == '\0') {
+		errno = ENOENT;
+		fail_errno(opt.target);
+	}
+	split_path(opt.target, &dir, &tgt.name);
+	enter_dir(AT_FDCWD, dir, dir);
+	for (hops = 0;; hops++) {
+		if (*tgt.name == '\0' || strcmp(tgt.name, ".") == 0 ||
+		    strcmp(tgt.name, "..") == 0)
+			fail(opt.target, "%s", strerror(EISDIR));
+		if (fstatat(tgt.dirfd, tgt.name, &tgt.st,
+		    AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				fail_errno(opt.target);
+			tgt.exists = 0;
+			return;
+		}
+		tgt.exists = 1;
+		if (!S_ISLNK(tgt.st.st_mode) || opt.nofollow)
+			break;
+		if (hops == MAX_HOPS) {
+			errno = ELOOP;
+			fail_errno(opt.target);
+		}
+		follow_link(&tgt.st);
+	}
+	if (!S_ISREG(tgt.st.st_mode) && !S_ISLNK(tgt.st.st_mode))
+		fail(opt.target, "not a regular file");
+}
+
+/*
+ * Open the existing file, to read its content and attributes.  O_NONBLOCK:
+ * if it was swapped for a FIFO since fstatat, opening must not hang.
+ */
+static void
+open_target(void)
+{
+	struct stat st;
+
+	tgt.regular = 0;
+	if (!tgt.exists || S_ISLNK(tgt.st.st_mode))
+		return;
+	tgt.fd = openat(tgt.dirfd, tgt.name, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC);
+	if (tgt.fd < 0 || fstat(tgt.fd, &st) < 0)
+		fail_errno(opt.target);
+	if (!S_ISREG(st.st_mode))
+		fail(opt.target, "not a regular file");
+	tgt.st = st;
+	tgt.regular = 1;
+}
+
+static int
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/*
+ * -l: lock the target's inode, or its directory while it does not exist.
+ * A lock won on an inode that was replaced meanwhile is retaken on the new one.
+ */
+static void
+lock_target(void)
+{
+	struct stat now;
+	int fd, gone;
+
+	for (;;) {
+		open_target();
+		fd = tgt.regular ? tgt.fd : tgt.dirfd;
+		if (xflock(fd, LOCK_EX) < 0)
+			fail_errno(opt.target);
+		gone = fstatat(tgt.dirfd, tgt.name, &now, AT_SYMLINK_NOFOLLOW);
+		if (gone < 0 && errno != ENOENT)
+			fail_errno(opt.target);
+		if (tgt.regular ? gone == 0 && same_file(&now, &tgt.st) :
+		    gone < 0)
+			return;
+		if (tgt.regular)
+			close(tgt.fd);
+		else
+			xflock(tgt.dirfd, LOCK_UN);
+		tgt.fd = -1;
+		tgt.exists = gone == 0;
+		tgt.st = now;
+		if (tgt.exists && !S_ISREG(now.st_mode) &&
+		    !(S_ISLNK(now.st_mode) && opt.nofollow))
+			fail(opt.target, "not a regular file");
+	}
+}
+
+/* The new file's mode, owner and group. */
+static void
+decide_metadata(void)
+{
+	mode_t mask = 0;
+
+	if (!tgt.regular || (opt.mode != NULL &&
+	    (*opt.mode < '0' || *opt.mode > '7'))) {
+		mask = umask(0);
+		umask(mask);
+	}
+	meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;
+	if (opt.mode != NULL)
+		parse_mode(opt.mode, meta.mode, mask, &meta.mode);
+	meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
+	    tgt.regular ? tgt.st.st_uid : (uid_t)-1;
+	meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
+	    tgt.regular ? tgt.st.st_gid : (gid_t)-1;
+}
+
+/* Step 2: the temporary file. */
+
+static void
+random_chars(char *p, size_t n)
+{
+	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "abcdefghijklmnopqrstuvwxyz0123456789-_";
+	unsigned char rnd[RANDOM_LEN];
+	size_t i;
+	int fd;
+
+#ifdef HAVE_GETRANDOM
+	if (getrandom(rnd, n, 0) == (ssize_t)n)
+		goto done;
+#endif
+	if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) < 0 ||
+	    xread(fd, rnd, n) != (ssize_t)n)
+		fail(NULL, "cannot read random bytes: %s", strerror(errno));
+	close(fd);
+#ifdef HAVE_GETRANDOM
+done:
+#endif
+	for (i = 0; i < n; i++)
+		p[i] = set[rnd[i] % 64];
+	p[n] = '\0';
+}
+
+/* ".NAME.RANDOM", with NAME shortened so that the whole fits NAME_MAX. */
+static void
+hidden_name(char *dst, const char *name, const char *suffix)
+{
+	char whole[2 * NAME_MAX + 2];
+	int n;
+
+	snprintf(whole, sizeof whole, "%s%s", name, suffix);
+	n = snprintf(dst, NAME_MAX + 1, ".%.*s.", NAME_MAX - RANDOM_LEN - 2,
+	    whole);
+	random_chars(dst + n, RANDOM_LEN);
+}
+
+static int
+create_temp(void)
+{
+	int fd, tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		block_signals();
+		hidden_name(tmpname, tgt.name, "");
+		fd = openat(tgt.dirfd, tmpname, O_RDWR | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_CLOEXEC, 0600 & meta.mode);
+		if (fd < 0)
+			tmpname[0] = '\0';
+		unblock_signals();
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST && errno != EINTR)
+			fail(tgt.dirpath, "cannot create a temporary file in"
+			    " this directory: %s", strerror(errno));
+	}
+	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
+	    " %s", strerror(EEXIST));
+}
+
+/* Step 3: fill it. */
+
+static const char *
+input_name(void)
+{
+	return opt.input != NULL && strcmp(opt.input, "-") != 0 ?
+	    opt.input : "stdin";
+}
+
+/* Errors that surely come from the file being written. */
+static int
+dest_error(int e)
+{
+	return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EROFS;
+}
+
+/*
+ * Copy in the kernel: splice from a pipe, copy_file_range from a regular
+ * file (a reflink on XFS and btrfs).  Returns -1 when read(2) must go on;
+ * other errors of copy_file_range also go on with read(2), which tells
+ * whether the source or the destination failed.
+ */
+static int
+copy_in_kernel(int in, int out, const struct stat *st, off_t *total)
+{
+	ssize_t n;
+
+	for (;;) {
+#ifdef HAVE_COPY_FILE_RANGE
+		if (S_ISREG(st->st_mode) && st->st_size > 0)
+			n = copy_file_range(in, NULL, out, NULL, CHUNK, 0);
+		else
+#endif
+#ifdef HAVE_SPLICE
+		if (S_ISFIFO(st->st_mode))
+			n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE);
+		else
+#endif
+			return -1;
+		if (n == 0)
+			return 0;
+		if (n > 0)
+			*total += n;
+		else if (dest_error(errno) ||
+		    (errno == EIO && S_ISFIFO(st->st_mode)))
+			fail_errno(opt.target);
+		else if (errno != EINTR)
+			return -1;
+	}
+}
+
+static off_t
+copy_fd(int in, int out, const char *inname)
+{
+	struct stat st;
+	off_t total;
+	ssize_t n;
+
+	if (fstat(in, &st) < 0)
+		fail_errno(inname);
+	if (S_ISDIR(st.st_mode))
+		fail(inname, "%s", strerror(EISDIR));
+	total = 0;
+	if (copy_in_kernel(in, out, &st, &total) == 0)
+		return total;
+	while ((n = xread(in, buf, sizeof buf)) > 0) {
+		if (xwrite(out, buf, n) < 0)
+			fail_errno(opt.target);
+		total += n;
+	}
+	if (n < 0)
+		fail_errno(inname);
+	return total;
+}
+
+static int
+open_input(void)
+{
+	int fd;
+
+	if (opt.input == NULL || strcmp(opt.input, "-") == 0)
+		return STDIN_FILENO;
+	if ((fd = open(opt.input, O_RDONLY | O_CLOEXEC)) < 0)
+		fail_errno(opt.input);
+	return fd;
+}
+
+/* -a: the old content, copied in the kernel where it can be. */
+static off_t
+copy_old(int out)
+{
+	off_t off = 0;
+	ssize_t n;
+
+	if (!tgt.regular)
+		return 0;
+#ifdef HAVE_COPY_FILE_RANGE
+	while (off < tgt.st.st_size) {
+		n = copy_file_range(tgt.fd, &off, out, NULL, CHUNK, 0);
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	if (off >= tgt.st.st_size)
+		return off;
+	if (n < 0 && dest_error(errno))
+		fail_errno(opt.target);
+#endif
+	while ((n = xpread(tgt.fd, buf, sizeof buf, off)) > 0) {
+		if (xwrite(out, buf, n) < 0)
+			fail_errno(opt.target);
+		off += n;
+	}
+	if (n < 0)
+		fail_errno(opt.target);
+	return off;
+}
+
+static void
+describe_status(const char *cmd, int status)
+{
+	if (WIFSIGNALED(status))
+		warnx(opt.target, "not replaced: %s killed by signal %d", cmd,
+		    WTERMSIG(status));
+	else
+		warnx(opt.target, "not replaced: %s exited with status %d",
+		    cmd, WEXITSTATUS(status));
+}
+
+static _Noreturn void
+exec_command(int out)
+{
+	size_t i;
+	int e;
+
+	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+		signal(fatal[i], SIG_DFL);
+	signal(SIGXFSZ, SIG_DFL);
+	sigprocmask(SIG_SETMASK, &origmask, NULL);
+	if (out == STDOUT_FILENO ? fcntl(out, F_SETFD, 0) < 0 :
+	    dup2(out, STDOUT_FILENO) < 0)
+		_exit(125);
+	execvp(opt.command[0], opt.command);
+	e = errno;
+	warnx(opt.command[0], "%s", strerror(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* Command mode: run the command with its output in the temporary file. */
+static void
+run_command(int out)
+{
+	siginfo_t info;
+	pid_t pid;
+	int status, sig;
+
+	block_signals();
+	if ((pid = fork()) < 0)
+		fail(NULL, "fork: %s", strerror(errno));
+	if (pid == 0)
+		exec_command(out);
+	child = pid;
+	unblock_signals();
+	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
+	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
+		if (errno != EINTR)
+			fail(NULL, "wait: %s", strerror(errno));
+	block_signals();
+	child = 0;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if ((sig = caught) != 0) {
+		remove_temp();
+		signal(sig, SIG_DFL);
+		sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
+		raise(sig);
+	}
+	unblock_signals();
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return;
+	describe_status(opt.command[0], status);
+	remove_temp();
+	exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+	    WEXITSTATUS(status));
+}
+
+static off_t
+fill_temp(int fd)
+{
+	off_t old = opt.append ? copy_old(fd) : 0, added;
+	struct stat st;
+	int in;
+
+	if (opt.command != NULL) {
+		run_command(fd);
+		if (fstat(fd, &st) < 0)
+			fail_errno(opt.target);
+		added = st.st_size - old;
+	} else {
+		in = open_input();
+		added = copy_fd(in, fd, input_name());
+		if (in != STDIN_FILENO)
+			close(in);
+	}
+	if (opt.noempty && added == 0)
+		fail(opt.target, "input is empty, not replaced (-E)");
+	return old + added;
+}
+
+/* -C: is the new file the same as the old one, content and metadata? */
+static int
+unchanged(int fd, off_t size)
+{
+	off_t off;
+	ssize_t n;
+
+	if (!tgt.regular || size != tgt.st.st_size ||
+	    meta.mode != (tgt.st.st_mode & 07777) ||
+	    (meta.uid != (uid_t)-1 && meta.uid != tgt.st.st_uid) ||
+	    (meta.gid != (gid_t)-1 && meta.gid != tgt.st.st_gid))
+		return 0;
+	for (off = 0; off < size; off += n) {
+		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
+			fail_errno(opt.target);
+		if (n == 0 || xpread(tgt.fd, cmpbuf, n, off) != n)
+			return 0;
+		if (memcmp(buf, cmpbuf, n) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+/* Step 4: metadata, on the descriptor, owner first (it clears set-id bits). */
+
+static void
+copy_xattrs(int from, int to)
+{
+#ifdef HAVE_XATTR
+	ssize_t n, len;
+	char *list, *name, *val;
+
+	if ((n = flistxattr(from, NULL, 0)) <= 0) {
+		if (n < 0 && errno != ENOTSUP)
+			fail_errno(opt.target);
+		return;
+	}
+	list = xmalloc(n);
+	if ((n = flistxattr(from, list, n)) < 0)
+		fail_errno(opt.target);
+	for (name = list; name < list + n; name += strlen(name) + 1) {
+		if (strncmp(name, "user.", 5) != 0 &&
+		    strcmp(name, "system.posix_acl_access") != 0)
+			continue;
+		if ((len = fgetxattr(from, name, NULL, 0)) < 0) {
+			if (errno == ENODATA)
+				continue;
+			fail_errno(opt.target);
+		}
+		val = xmalloc(len + 1);
+		if ((len = fgetxattr(from, name, val, len)) < 0 ||
+		    (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP))
+			fail(opt.target, "cannot keep attribute %s: %s", name,
+			    strerror(errno));
+		free(val);
+	}
+	free(list);
+#else
+	(void)from;
+	(void)to;
+#endif
+}
+
+static void
+apply_metadata(int fd)
+{
+	if ((meta.uid != (uid_t)-1 || meta.gid != (gid_t)-1) &&
+	    fchown(fd, meta.uid, meta.gid) < 0) {
+		if (errno == EPERM && tgt.regular)
+			fail(opt.target, "cannot keep owner %lu and group %lu:"
+			    " %s (use -o and -g to choose them)",
+			    (unsigned long)meta.uid, (unsigned long)meta.gid,
+			    strerror(errno));
+		fail(opt.target, "cannot set owner and group: %s",
+		    strerror(errno));
+	}
+	if (tgt.regular)
+		copy_xattrs(tgt.fd, fd);
+	if (fchmod(fd, meta.mode) < 0)
+		fail(opt.target, "cannot set mode: %s", strerror(errno));
+}
+
+/* Step 5b, -b: a hard link of the old file, renamed over TARGET~. */
+static void
+make_backup(void)
+{
+	char final[NAME_MAX + 2];
+
+	if (!opt.backup || !tgt.exists)
+		return;
+	if (snprintf(final, sizeof final, "%s%s", tgt.name, opt.suffix) >
+	    NAME_MAX) {
+		errno = ENAMETOOLONG;
+		fail(opt.target, "cannot make backup: %s", strerror(errno));
+	}
+	hidden_name(bakname, tgt.name, opt.suffix);
+	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0) {
+		bakname[0] = '\0';
+		fail(opt.target, "cannot make backup: %s", strerror(errno));
+	}
+	if (renameat(tgt.dirfd, bakname, tgt.dirfd, final) < 0)
+		fail(opt.target, "cannot make backup %s: %s", final,
+		    strerror(errno));
+	bakname[0] = '\0';
+}
+
+/* Step 6: rename over the target, then flush the directory. */
+static int
+commit(int fd)
+{
+	if (close(fd) < 0)
+		fail_errno(opt.target);
+	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)
+		fail_errno(opt.target);
+	tmpname[0] = '\0';
+	if (opt.sync && flush_fd(tgt.dirfd) < 0) {
+		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		    " %s; the new content may not survive a crash",
+		    tgt.dirpath, strerror(errno));
+		return opt.command != NULL ? 125 : 3;
+	}
+	if (opt.verbose)
+		warnx(opt.target, tgt.exists ? "replaced" : "created");
+	return 0;
+}
+
+static int
+finish_unchanged(void)
+{
+	remove_temp();
+	if (opt.verbose)
+		warnx(opt.target, "unchanged");
+	return 0;
+}
+
+int
+main(int argc, char *argv[])
+{
+	off_t size;
+	int fd, status;
+
+	open_std_fds();
+	parse_options(argc, argv);
+	sigprocmask(SIG_SETMASK, NULL, &origmask);
+	setup_signals();
+	resolve_target();
+	if (opt.lock)
+		lock_target();
+	else
+		open_target();
+	decide_metadata();
+	fd = create_temp();
+	size = fill_temp(fd);
+	if (opt.ifchanged && unchanged(fd, size))
+		return finish_unchanged();
+	apply_metadata(fd);
+	if (flush_fd(fd) < 0)
+		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
+	block_signals();
+	make_backup();
+	status = commit(fd);
+	unblock_signals();
+	return status;
+}
