@@ -187,8 +187,8 @@ fail(const char *path, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	/* In command mode, 125 alone does not say what became of the target. */
-	warnx(path, "%s%s", msg, opt.command != NULL ?
-	    "; target not replaced" : "");
+	warnx(path, "%s%s", msg, opt.command != NULL &&
+	    strstr(msg, "not replaced") == NULL ? "; target not replaced" : "");
 	exit(failstatus);
 }
 
