@@ -98,6 +98,7 @@ static struct {
 /* Shared with the signal handler. */
 static char tmpname[NAME_MAX + 1];	/* empty when no temporary file exists */
 static char bakname[NAME_MAX + 1];	/* hidden link made for -b */
+static char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 static volatile pid_t child;
 static volatile sig_atomic_t caught;
 static sigset_t fatalsigs, origmask;
@@ -288,6 +289,16 @@ flush_fd(int fd)
 	while ((r = fsync(fd)) < 0 && errno == EINTR)
 		;
 	return r;
+}
+
+static int
+xopenat(int atfd, const char *path, int flags, mode_t mode)
+{
+	int fd;
+
+	while ((fd = openat(atfd, path, flags, mode)) < 0 && errno == EINTR)
+		;
+	return fd;
 }
 
 static int
@@ -557,7 +568,7 @@ open_std_fds(void)
 static int
 open_dir_at(int atfd, const char *path)
 {
-	return openat(atfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return xopenat(atfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 }
 
 /* -p: create each missing directory of PATH, flushing its parent. */
@@ -712,8 +723,8 @@ open_target(void)
 	tgt.regular = 0;
 	if (!tgt.exists || S_ISLNK(tgt.st.st_mode))
 		return;
-	tgt.fd = openat(tgt.dirfd, tgt.name, O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC);
+	tgt.fd = xopenat(tgt.dirfd, tgt.name, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC, 0);
 	if (tgt.fd < 0 || fstat(tgt.fd, &st) < 0)
 		fail_errno(opt.target);
 	if (!S_ISREG(st.st_mode))
@@ -927,7 +938,7 @@ open_input(void)
 
 	if (opt.input == NULL || strcmp(opt.input, "-") == 0)
 		return STDIN_FILENO;
-	if ((fd = open(opt.input, O_RDONLY | O_CLOEXEC)) < 0)
+	if ((fd = xopenat(AT_FDCWD, opt.input, O_RDONLY | O_CLOEXEC, 0)) < 0)
 		fail_errno(opt.input);
 	return fd;
 }
@@ -1002,7 +1013,8 @@ run_command(int out)
 
 	block_signals();
 	if ((pid = fork()) < 0)
-		fail(NULL, "fork: %s", strerror(errno));
+		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		    strerror(errno));
 	if (pid == 0)
 		exec_command(out);
 	child = pid;
@@ -1010,7 +1022,8 @@ run_command(int out)
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
-			fail(NULL, "wait: %s", strerror(errno));
+			fail(opt.target, "cannot wait for %s: %s", opt.command[0],
+		    strerror(errno));
 	block_signals();
 	child = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
@@ -1135,16 +1148,18 @@ apply_metadata(int fd)
 		fail(opt.target, "cannot set mode: %s", strerror(errno));
 }
 
-/* Step 5b, -b: a hard link of the old file, renamed over TARGET~. */
+/*
+ * -b: before the rename, a hidden hard link keeps the old file; after it, the
+ * link is renamed over TARGET~.  A run that fails before the rename removes
+ * the link, so an existing backup is only ever replaced by a finished run.
+ */
 static void
-make_backup(void)
+link_backup(void)
 {
-	char final[NAME_MAX + 2];
-
 	if (!opt.backup || !tgt.exists)
 		return;
-	if (snprintf(final, sizeof final, "%s%s", tgt.name, opt.suffix) >
-	    NAME_MAX) {
+	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name,
+	    opt.suffix) > NAME_MAX) {
 		errno = ENAMETOOLONG;
 		fail(opt.target, "cannot make backup: %s", strerror(errno));
 	}
@@ -1153,21 +1168,37 @@ make_backup(void)
 		bakname[0] = '\0';
 		fail(opt.target, "cannot make backup: %s", strerror(errno));
 	}
-	if (renameat(tgt.dirfd, bakname, tgt.dirfd, final) < 0)
-		fail(opt.target, "cannot make backup %s: %s", final,
-		    strerror(errno));
+}
+
+static int
+rename_backup(void)
+{
+	if (bakname[0] == '\0')
+		return 0;
+	if (renameat(tgt.dirfd, bakname, tgt.dirfd, bakfinal) < 0) {
+		warnx(opt.target, "replaced, but the previous version could not"
+		    " be renamed to %s: %s; it is kept as %s/%s", bakfinal,
+		    strerror(errno), tgt.dirpath, bakname);
+		bakname[0] = '\0';
+		return -1;
+	}
 	bakname[0] = '\0';
+	return 0;
 }
 
 /* Step 6: rename over the target, then flush the directory. */
 static int
 commit(int fd)
 {
+	int status = 0;
+
 	if (close(fd) < 0)
 		fail_errno(opt.target);
 	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)
 		fail_errno(opt.target);
 	tmpname[0] = '\0';
+	if (rename_backup() < 0)
+		status = opt.command != NULL ? 125 : 3;
 	if (opt.sync && flush_fd(tgt.dirfd) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
@@ -1176,7 +1207,7 @@ commit(int fd)
 	}
 	if (opt.verbose)
 		warnx(opt.target, tgt.exists ? "replaced" : "created");
-	return 0;
+	return status;
 }
 
 static int
@@ -1212,7 +1243,7 @@ main(int argc, char *argv[])
 	if (flush_fd(fd) < 0)
 		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
 	block_signals();
-	make_backup();
+	link_backup();
 	status = commit(fd);
 	unblock_signals();
 	return status;
