@@ -86,6 +86,7 @@ static struct {
 	int	 regular;		/* ... and it is a regular file */
 	struct stat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
+	int	 pathonly;		/* ... or an O_PATH one: not readable */
 } tgt = { .dirfd = -1, .fd = -1 };
 
 /* The new file's metadata. */
@@ -99,11 +100,14 @@ static struct {
 static char tmpname[NAME_MAX + 1];	/* empty when no temporary file exists */
 static char bakname[NAME_MAX + 1];	/* hidden link made for -b */
 static char bakfinal[NAME_MAX + 2];	/* TARGET~ */
+static char lockname[NAME_MAX + 1];	/* -l lock file we hold, or empty */
 static volatile pid_t child;
 static volatile sig_atomic_t caught;
 static sigset_t fatalsigs, origmask;
 static int failstatus = 1;		/* 125 in command mode */
+static int stdin_closed;		/* it is /dev/null now, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
+static struct sigaction origact[4], origxfsz;	/* to give back to a command */
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 
@@ -143,7 +147,7 @@ help(void)
 /* Error handling: remove what we made, say why, exit. */
 
 static void
-remove_temp(void)
+remove_litter(void)
 {
 	int e = errno;
 
@@ -151,7 +155,9 @@ remove_temp(void)
 		unlinkat(tgt.dirfd, tmpname, 0);
 	if (bakname[0] != '\0')
 		unlinkat(tgt.dirfd, bakname, 0);
-	tmpname[0] = bakname[0] = '\0';
+	if (lockname[0] != '\0')
+		unlinkat(tgt.dirfd, lockname, 0);
+	tmpname[0] = bakname[0] = lockname[0] = '\0';
 	errno = e;
 }
 
@@ -183,7 +189,7 @@ fail(const char *path, const char *fmt, ...)
 	char msg[1024];
 	va_list ap;
 
-	remove_temp();
+	remove_litter();
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
@@ -513,7 +519,7 @@ on_signal(int sig)
 		caught = sig;
 		return;
 	}
-	remove_temp();
+	remove_litter();
 	signal(sig, SIG_DFL);
 	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
 	raise(sig);
@@ -533,10 +539,15 @@ setup_signals(void)
 	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
 		sigaddset(&fatalsigs, fatal[i]);
 	sa.sa_mask = fatalsigs;
-	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
-		sigaction(fatal[i], &sa, NULL);
+	/* A signal ignored on entry (nohup) stays ignored, here and in a command. */
+	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++) {
+		sigaction(fatal[i], &sa, &origact[i]);
+		if (origact[i].sa_handler == SIG_IGN)
+			sigaction(fatal[i], &origact[i], NULL);
+	}
 	/* Past RLIMIT_FSIZE, fail with EFBIG and clean up instead of dying. */
-	signal(SIGXFSZ, SIG_IGN);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGXFSZ, &sa, &origxfsz);
 }
 
 static void
@@ -558,9 +569,12 @@ open_std_fds(void)
 	int fd;
 
 	for (fd = 0; fd < 3; fd++)
-		if (fcntl(fd, F_GETFD) < 0 &&
-		    open("/dev/null", O_RDWR) != fd)
-			abort();
+		if (fcntl(fd, F_GETFD) < 0) {
+			if (open("/dev/null", O_RDWR) != fd)
+				abort();
+			if (fd == STDIN_FILENO)
+				stdin_closed = 1;
+		}
 }
 
 /* Step 1: resolve the target and open its directory. */
@@ -675,6 +689,14 @@ follow_link(const struct stat *st)
 	tgt.name = name;
 }
 
+/* "dir/", "." and "..": names that can only be directories. */
+static int
+names_dir(const char *name)
+{
+	return *name == '\0' || strcmp(name, ".") == 0 ||
+	    strcmp(name, "..") == 0;
+}
+
 static void
 resolve_target(void)
 {
@@ -686,11 +708,15 @@ resolve_target(void)
 		fail_errno(opt.target);
 	}
 	split_path(opt.target, &dir, &tgt.name);
+	if (names_dir(tgt.name)) {
+		if (stat(opt.target, &tgt.st) < 0)
+			fail_errno(opt.target);
+		fail(opt.target, "not a regular file");
+	}
 	enter_dir(AT_FDCWD, dir, dir);
 	for (hops = 0;; hops++) {
-		if (*tgt.name == '\0' || strcmp(tgt.name, ".") == 0 ||
-		    strcmp(tgt.name, "..") == 0)
-			fail(opt.target, "%s", strerror(EISDIR));
+		if (names_dir(tgt.name))
+			fail(opt.target, "not a regular file");
 		if (fstatat(tgt.dirfd, tgt.name, &tgt.st,
 		    AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
@@ -725,6 +751,14 @@ open_target(void)
 		return;
 	tgt.fd = xopenat(tgt.dirfd, tgt.name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, 0);
+#ifdef O_PATH
+	/* A file we may replace but not read: its metadata is still needed. */
+	if (tgt.fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
+		tgt.fd = xopenat(tgt.dirfd, tgt.name, O_PATH | O_NOFOLLOW |
+		    O_CLOEXEC, 0);
+		tgt.pathonly = 1;
+	}
+#endif
 	if (tgt.fd < 0 || fstat(tgt.fd, &st) < 0)
 		fail_errno(opt.target);
 	if (!S_ISREG(st.st_mode))
@@ -739,36 +773,64 @@ same_file(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Does NAME still lead to the inode open as FD? */
+static int
+still_named(int fd, const char *name)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && fstatat(tgt.dirfd, name, &b,
+	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
+}
+
+/* A missing target is locked through ".NAME.lock", removed on exit. */
+static int
+lock_missing(void)
+{
+	char name[NAME_MAX + 1];
+	int fd;
+
+	snprintf(name, sizeof name, ".%.*s.lock", NAME_MAX - 6, tgt.name);
+	if ((fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW |
+	    O_CLOEXEC, 0644)) < 0 || xflock(fd, LOCK_EX) < 0)
+		fail(opt.target, "cannot lock: %s", strerror(errno));
+	if (still_named(fd, name) &&
+	    fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0 &&
+	    errno == ENOENT) {
+		memcpy(lockname, name, sizeof name);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
 /*
- * -l: lock the target's inode, or its directory while it does not exist.
- * A lock won on an inode that was replaced meanwhile is retaken on the new one.
+ * -l: flock(2) the target's inode, held until exit.  A lock won on an inode
+ * that was replaced (or a lock file that was removed) while we waited is
+ * worthless: look again and lock what is there now.
  */
 static void
 lock_target(void)
 {
-	struct stat now;
-	int fd, gone;
-
 	for (;;) {
 		open_target();
-		fd = tgt.regular ? tgt.fd : tgt.dirfd;
-		if (xflock(fd, LOCK_EX) < 0)
-			fail_errno(opt.target);
-		gone = fstatat(tgt.dirfd, tgt.name, &now, AT_SYMLINK_NOFOLLOW);
-		if (gone < 0 && errno != ENOENT)
-			fail_errno(opt.target);
-		if (tgt.regular ? gone == 0 && same_file(&now, &tgt.st) :
-		    gone < 0)
+		if (!tgt.regular && lock_missing())
 			return;
-		if (tgt.regular)
+		if (tgt.regular) {
+			if (xflock(tgt.fd, LOCK_EX) < 0)
+				fail(opt.target, "cannot lock: %s",
+				    strerror(errno));
+			if (still_named(tgt.fd, tgt.name))
+				return;
 			close(tgt.fd);
-		else
-			xflock(tgt.dirfd, LOCK_UN);
-		tgt.fd = -1;
-		tgt.exists = gone == 0;
-		tgt.st = now;
-		if (tgt.exists && !S_ISREG(now.st_mode) &&
-		    !(S_ISLNK(now.st_mode) && opt.nofollow))
+			tgt.fd = -1;
+		}
+		tgt.exists = fstatat(tgt.dirfd, tgt.name, &tgt.st,
+		    AT_SYMLINK_NOFOLLOW) == 0;
+		if (!tgt.exists && errno != ENOENT)
+			fail_errno(opt.target);
+		if (tgt.exists && !S_ISREG(tgt.st.st_mode) &&
+		    !(S_ISLNK(tgt.st.st_mode) && opt.nofollow))
 			fail(opt.target, "not a regular file");
 	}
 }
@@ -936,8 +998,13 @@ open_input(void)
 {
 	int fd;
 
-	if (opt.input == NULL || strcmp(opt.input, "-") == 0)
+	if (opt.input == NULL || strcmp(opt.input, "-") == 0) {
+		if (stdin_closed) {
+			errno = EBADF;
+			fail_errno("stdin");
+		}
 		return STDIN_FILENO;
+	}
 	if ((fd = xopenat(AT_FDCWD, opt.input, O_RDONLY | O_CLOEXEC, 0)) < 0)
 		fail_errno(opt.input);
 	return fd;
@@ -991,8 +1058,8 @@ exec_command(int out)
 	int e;
 
 	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
-		signal(fatal[i], SIG_DFL);
-	signal(SIGXFSZ, SIG_DFL);
+		sigaction(fatal[i], &origact[i], NULL);
+	sigaction(SIGXFSZ, &origxfsz, NULL);
 	sigprocmask(SIG_SETMASK, &origmask, NULL);
 	if (out == STDOUT_FILENO ? fcntl(out, F_SETFD, 0) < 0 :
 	    dup2(out, STDOUT_FILENO) < 0)
@@ -1029,7 +1096,7 @@ run_command(int out)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	if ((sig = caught) != 0) {
-		remove_temp();
+		remove_litter();
 		signal(sig, SIG_DFL);
 		sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
 		raise(sig);
@@ -1038,7 +1105,7 @@ run_command(int out)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
 	describe_status(opt.command[0], status);
-	remove_temp();
+	remove_litter();
 	exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 	    WEXITSTATUS(status));
 }
@@ -1073,7 +1140,7 @@ unchanged(int fd, off_t size)
 	off_t off;
 	ssize_t n;
 
-	if (!tgt.regular || size != tgt.st.st_size ||
+	if (!tgt.regular || tgt.pathonly || size != tgt.st.st_size ||
 	    meta.mode != (tgt.st.st_mode & 07777) ||
 	    (meta.uid != (uid_t)-1 && meta.uid != tgt.st.st_uid) ||
 	    (meta.gid != (gid_t)-1 && meta.gid != tgt.st.st_gid))
@@ -1091,32 +1158,53 @@ unchanged(int fd, off_t size)
 
 /* Step 4: metadata, on the descriptor, owner first (it clears set-id bits). */
 
+#ifdef HAVE_XATTR
+/*
+ * The old file's attribute NAME, or its list of names if NAME is NULL.  An
+ * O_PATH descriptor is read through /proc, which reaches the same inode.
+ */
+static ssize_t
+old_xattr(const char *name, char *val, size_t n)
+{
+	char proc[64];
+
+	if (!tgt.pathonly)
+		return name != NULL ? fgetxattr(tgt.fd, name, val, n) :
+		    flistxattr(tgt.fd, val, n);
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", tgt.fd);
+	return name != NULL ? getxattr(proc, name, val, n) :
+	    listxattr(proc, val, n);
+}
+#endif
+
+/* The POSIX ACL and user.* attributes of the old file. */
 static void
-copy_xattrs(int from, int to)
+copy_xattrs(int to)
 {
 #ifdef HAVE_XATTR
 	ssize_t n, len;
 	char *list, *name, *val;
 
-	if ((n = flistxattr(from, NULL, 0)) <= 0) {
+	if ((n = old_xattr(NULL, NULL, 0)) <= 0) {
 		if (n < 0 && errno != ENOTSUP)
 			fail_errno(opt.target);
 		return;
 	}
 	list = xmalloc(n);
-	if ((n = flistxattr(from, list, n)) < 0)
+	if ((n = old_xattr(NULL, list, n)) < 0)
 		fail_errno(opt.target);
 	for (name = list; name < list + n; name += strlen(name) + 1) {
 		if (strncmp(name, "user.", 5) != 0 &&
 		    strcmp(name, "system.posix_acl_access") != 0)
 			continue;
-		if ((len = fgetxattr(from, name, NULL, 0)) < 0) {
+		if ((len = old_xattr(name, NULL, 0)) < 0) {
 			if (errno == ENODATA)
 				continue;
-			fail_errno(opt.target);
+			fail(opt.target, "cannot keep attribute %s: %s", name,
+			    strerror(errno));
 		}
 		val = xmalloc(len + 1);
-		if ((len = fgetxattr(from, name, val, len)) < 0 ||
+		if ((len = old_xattr(name, val, len)) < 0 ||
 		    (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP))
 			fail(opt.target, "cannot keep attribute %s: %s", name,
 			    strerror(errno));
@@ -1124,7 +1212,6 @@ copy_xattrs(int from, int to)
 	}
 	free(list);
 #else
-	(void)from;
 	(void)to;
 #endif
 }
@@ -1143,7 +1230,7 @@ apply_metadata(int fd)
 		    strerror(errno));
 	}
 	if (tgt.regular)
-		copy_xattrs(tgt.fd, fd);
+		copy_xattrs(fd);
 	if (fchmod(fd, meta.mode) < 0)
 		fail(opt.target, "cannot set mode: %s", strerror(errno));
 }
@@ -1156,12 +1243,21 @@ apply_metadata(int fd)
 static void
 link_backup(void)
 {
+	struct stat st;
+
 	if (!opt.backup || !tgt.exists)
 		return;
 	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name,
 	    opt.suffix) > NAME_MAX) {
 		errno = ENAMETOOLONG;
 		fail(opt.target, "cannot make backup: %s", strerror(errno));
+	}
+	if (fstatat(tgt.dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (S_ISDIR(st.st_mode))
+			fail(opt.target, "cannot make backup %s: %s", bakfinal,
+			    strerror(EISDIR));
+		if (same_file(&st, &tgt.st))
+			return;		/* it already is the old file */
 	}
 	hidden_name(bakname, tgt.name, opt.suffix);
 	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0) {
@@ -1213,7 +1309,7 @@ commit(int fd)
 static int
 finish_unchanged(void)
 {
-	remove_temp();
+	remove_litter();
 	if (opt.verbose)
 		warnx(opt.target, "unchanged");
 	return 0;
@@ -1245,6 +1341,7 @@ main(int argc, char *argv[])
 	block_signals();
 	link_backup();
 	status = commit(fd);
+	remove_litter();
 	unblock_signals();
 	return status;
 }

@@ -1,0 +1,487 @@
+#!/usr/bin/env bats
+# Failures: exit status, message, untouched target, no temporary file left.
+
+load helpers
+
+# fails_untouched STATUS MESSAGE TARGET ARG...: run ponywrite ARG... with
+# "new" on stdin; it must exit STATUS saying exactly MESSAGE, print nothing
+# on stdout, and leave TARGET as it was and WORK without litter.
+fails_untouched()
+{
+	local st=$1 msg=$2 target=$3
+	shift 3
+	snapshot "$target"
+	run --separate-stderr "$PONYWRITE" "$@" < <(echo new)
+	assert_status "$st"
+	assert_stderr "$msg"
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_untouched "$target"
+	assert_no_litter
+}
+
+@test "target is a directory" {
+	mkdir d
+	touch d/inside
+	fails_untouched 1 "ponywrite: d: not a regular file" d d
+	[ "$(ls -A d)" = inside ] || fail "d holds: $(ls -A d)"
+}
+
+# The real /dev/null is only ever given to ponywrite without root (as nobody
+# when we are root), so that a broken build cannot replace it.
+@test "target is /dev/null" {
+	unpriv_setup
+	snapshot /dev/null
+	run --separate-stderr unpriv "$PONYWRITE" /dev/null < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: /dev/null: not a regular file"
+	run --separate-stderr unpriv "$PONYWRITE" -P /dev/null < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: /dev/null: not a regular file"
+	assert_untouched /dev/null
+	[ -c /dev/null ] || fail "/dev/null is no longer a character device"
+	[ -z "$(find /dev -maxdepth 1 -name '.null*')" ] || fail "litter in /dev"
+}
+
+@test "a link to /dev/null is refused and stays a link" {
+	ln -s /dev/null link
+	unpriv_setup
+	snapshot /dev/null link
+	run --separate-stderr unpriv "$PONYWRITE" link < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: link: not a regular file"
+	assert_untouched /dev/null link
+	[ -z "$(find /dev -maxdepth 1 -name '.null*')" ] || fail "litter in /dev"
+	assert_no_litter
+}
+
+@test "a character device is refused, even for root (root)" {
+	require_root
+	mknod -m 0666 null c 1 3
+	ln -s null link
+	snapshot null link
+	run --separate-stderr "$PONYWRITE" -m 0644 -o root null < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: null: not a regular file"
+	run --separate-stderr "$PONYWRITE" link < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: link: not a regular file"
+	run --separate-stderr "$PONYWRITE" -P null < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: null: not a regular file"
+	assert_untouched null link
+	[ -c null ] || fail "null is no longer a character device"
+	assert_no_litter
+}
+
+@test "/dev/null is refused for root (root, private /dev)" {
+	require_root
+	require_cmd unshare
+	# A private tmpfs on /dev in a private mount namespace: whatever
+	# ponywrite does to /dev/null there cannot reach the real one.
+	unshare --mount --propagation private true 2>/dev/null ||
+	    skip "no mount namespaces"
+	out="$BATS_TEST_TMPDIR/ns"
+	run --separate-stderr unshare --mount --propagation private sh -c '
+	    mount -t tmpfs -o mode=0755 pwdev /dev || exit 99
+	    mknod -m 0666 /dev/null c 1 3 || exit 99
+	    st=0
+	    "$1" /dev/null 2>"$2.err" || st=$?
+	    stat -c "%F %t:%T" /dev/null > "$2.stat"
+	    ls -A /dev > "$2.ls"
+	    exit $st' _ "$PONYWRITE" "$out" < <(echo new)
+	[ "$status" -ne 99 ] || skip "cannot mount a private /dev"
+	assert_status 1
+	[ "$(cat "$out.err")" = "ponywrite: /dev/null: not a regular file" ] ||
+	    fail "stderr: $(cat "$out.err")"
+	[ "$(cat "$out.stat")" = "character special file 1:3" ] ||
+	    fail "/dev/null became: $(cat "$out.stat")"
+	[ "$(cat "$out.ls")" = null ] || fail "litter in /dev: $(cat "$out.ls")"
+	[ -c /dev/null ] || fail "the real /dev/null is no longer a character device"
+}
+
+@test "a trailing slash on a regular file is refused, message as typed" {
+	echo old > t
+	snapshot t
+	run --separate-stderr "$PONYWRITE" t/ < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t/: Not a directory"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "'.', '..' and '/' are not regular files" {
+	mkdir d
+	unpriv_setup
+	cd d
+	snapshot . ..
+	# "/" only without root: a broken build must not litter the real root.
+	for bad in . / ..; do
+		run --separate-stderr unpriv "$PONYWRITE" "$bad" < <(echo new)
+		assert_status 1
+		assert_stderr "ponywrite: $bad: not a regular file"
+	done
+	run --separate-stderr "$PONYWRITE" . < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: .: not a regular file"
+	assert_untouched . ..
+	assert_no_litter "$WORK"
+}
+
+@test "an empty target name is refused" {
+	run --separate-stderr "$PONYWRITE" '' < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: : No such file or directory"
+	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
+}
+
+@test "target is a FIFO: refused without blocking" {
+	mkfifo p
+	snapshot p
+	run --separate-stderr timeout 5 "$PONYWRITE" p < <(echo new)
+	[ "$status" -ne 124 ] || fail "ponywrite blocked on the FIFO"
+	assert_status 1
+	assert_stderr "ponywrite: p: not a regular file"
+	ln -s p link
+	run --separate-stderr timeout 5 "$PONYWRITE" link < <(echo new)
+	[ "$status" -ne 124 ] || fail "ponywrite blocked on the FIFO"
+	assert_status 1
+	assert_stderr "ponywrite: link: not a regular file"
+	assert_untouched p
+	[ -p p ] || fail "p is no longer a FIFO"
+	assert_no_litter
+}
+
+@test "target is a socket" {
+	require_cmd perl
+	perl -MIO::Socket::UNIX -e '
+	    IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $ARGV[0], Listen => 1)
+		or die "$!\n"' sock
+	[ -S sock ]
+	fails_untouched 1 "ponywrite: sock: not a regular file" sock sock
+	[ -S sock ] || fail "sock is no longer a socket"
+}
+
+@test "missing directory without -p: exit 1, nothing created" {
+	fails_untouched 1 "ponywrite: nodir: No such file or directory" nodir nodir/t
+	mkdir a
+	fails_untouched 1 "ponywrite: a/b/c: No such file or directory" a/b a/b/c/t
+	[ -z "$(ls -A a)" ] || fail "a holds: $(ls -A a)"
+}
+
+@test "missing directories with -p are created" {
+	run --separate-stderr "$PONYWRITE" -p a/b/c/t < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_content a/b/c/t $'new\n'
+	assert_mode a 755
+	assert_mode a/b/c 755
+	run --separate-stderr "$PONYWRITE" --parents a/b/c/t < <(echo again)
+	assert_status 0
+	assert_content a/b/c/t $'again\n'
+	assert_no_litter
+}
+
+@test "a file in the way of -p fails" {
+	echo file > a
+	fails_untouched 1 "ponywrite: a: Not a directory" a a/t
+	snapshot a
+	run --separate-stderr "$PONYWRITE" -p a/b/t < <(echo new)
+	assert_status 1
+	assert_stderr_has "ponywrite: a"
+	assert_untouched a
+	assert_no_litter
+}
+
+@test "unwritable directory: the message names the directory (non-root)" {
+	mkdir ro locked
+	echo old > ro/t
+	echo old > locked/t
+	unpriv_setup
+	chmod 0555 ro
+	chmod 0000 locked
+	snapshot ro/t
+	run --separate-stderr unpriv "$PONYWRITE" ro/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: ro: cannot create a temporary file in this directory: Permission denied"
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_untouched ro/t
+	run --separate-stderr unpriv "$PONYWRITE" ro/new < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: ro: cannot create a temporary file in this directory: Permission denied"
+	[ ! -e ro/new ] || fail "ro/new created"
+	run --separate-stderr unpriv bash -c 'cd ro && exec "$1" t' _ "$PONYWRITE" < <(echo new)
+	assert_status 1
+	assert_stderr_has "cannot create a temporary file in this directory: Permission denied"
+	assert_untouched ro/t
+	run --separate-stderr unpriv "$PONYWRITE" locked/t < <(echo new)
+	assert_status 1
+	assert_stderr_has "ponywrite: locked"
+	assert_stderr_has "Permission denied"
+	chmod 0755 locked
+	assert_content locked/t $'old\n'
+	assert_no_litter
+}
+
+@test "read-only file system: EROFS, target untouched (root)" {
+	mount_ext4 mnt 4
+	echo old > mnt/t
+	mount -o remount,ro mnt
+	snapshot mnt/t
+	run --separate-stderr "$PONYWRITE" mnt/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: mnt: cannot create a temporary file in this directory: Read-only file system"
+	assert_untouched mnt/t
+	run --separate-stderr "$PONYWRITE" mnt/new < <(echo new)
+	assert_status 1
+	assert_stderr_has "Read-only file system"
+	[ ! -e mnt/new ] || fail "mnt/new exists"
+	assert_no_litter mnt lost+found
+}
+
+@test "full file system: ENOSPC, target untouched, temporary file removed (root)" {
+	mount_ext4 mnt 8
+	seq 1 1000 > mnt/t
+	dd if=/dev/zero of=mnt/fill bs=1M status=none 2>/dev/null || :
+	sync -f mnt/fill
+	free=$(df --output=avail -k mnt | tail -1)
+	[ "$free" -lt 1024 ] || fail "file system not full: $free KiB free"
+	snapshot mnt/t
+	head -c 4M /dev/zero > "$BATS_TEST_TMPDIR/in"
+	run --separate-stderr "$PONYWRITE" mnt/t < "$BATS_TEST_TMPDIR/in"
+	assert_status 1
+	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_untouched mnt/t
+	run --separate-stderr "$PONYWRITE" -i "$BATS_TEST_TMPDIR/in" mnt/t </dev/null
+	assert_status 1
+	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_untouched mnt/t
+	run --separate-stderr bash -c 'cat "$2" | "$1" mnt/t' _ "$PONYWRITE" "$BATS_TEST_TMPDIR/in"
+	assert_status 1
+	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_untouched mnt/t
+	assert_no_litter mnt lost+found
+	# The space is back: the temporary file's blocks were freed.
+	rm mnt/fill
+	run --separate-stderr "$PONYWRITE" mnt/t < "$BATS_TEST_TMPDIR/in"
+	assert_status 0
+	cmp mnt/t "$BATS_TEST_TMPDIR/in"
+}
+
+@test "ulimit -f: EFBIG is a clean failure, not death by SIGXFSZ" {
+	seq 1 10 > t
+	head -c 1M /dev/zero > "$BATS_TEST_TMPDIR/in"
+	snapshot t
+	for how in pipe file redirect; do
+		run --separate-stderr bash -c '
+		    ulimit -f 64
+		    case $2 in
+		    pipe) cat "$3" | "$1" t ;;
+		    file) "$1" -i "$3" t ;;
+		    redirect) "$1" t < "$3" ;;
+		    esac' _ "$PONYWRITE" "$how" "$BATS_TEST_TMPDIR/in"
+		[ "$status" -ne $((128 + 25)) ] || fail "$how: killed by SIGXFSZ"
+		assert_status 1
+		assert_stderr "ponywrite: t: File too large"
+		assert_untouched t
+		assert_no_litter
+	done
+}
+
+@test "unreadable -i source: exit 1, target untouched (non-root)" {
+	echo secret > src
+	echo old > t
+	unpriv_setup
+	chmod 0000 src
+	snapshot t
+	run --separate-stderr unpriv "$PONYWRITE" -i src t </dev/null
+	assert_status 1
+	assert_stderr "ponywrite: src: Permission denied"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-i source that is missing, a directory, or fails with EIO" {
+	echo old > t
+	mkdir d
+	fails_untouched 1 "ponywrite: nosuch: No such file or directory" t -i nosuch t
+	fails_untouched 1 "ponywrite: d: Is a directory" t -i d t
+	fails_untouched 1 "ponywrite: /proc/self/mem: Input/output error" t -i /proc/self/mem t
+	run --separate-stderr "$PONYWRITE" t < /proc/self/mem
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Input/output error"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "stdin is a directory" {
+	echo old > t
+	mkdir d
+	snapshot t
+	run --separate-stderr "$PONYWRITE" t < d
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Is a directory"
+	assert_untouched t
+	assert_no_litter
+}
+
+# Trace of the flushes and renames of a normal run of ponywrite ARG...;
+# sets FLUSHES to "NAME NAME ... rename NAME ..." in call order.
+trace_flushes()
+{
+	strace -f -qq -o "$BATS_TEST_TMPDIR/flush.trace" \
+	    -e trace=fsync,fdatasync,syncfs,sync_file_range,rename,renameat,renameat2 \
+	    "$PONYWRITE" "$@" < <(echo traced) ||
+	    fail "traced run failed"
+	FLUSHES=$(sed -n 's/^[0-9]* *\([a-z_0-9]*\)(.*/\1/p' "$BATS_TEST_TMPDIR/flush.trace" | tr '\n' ' ')
+	FLUSHES=${FLUSHES//renameat2/rename}
+	FLUSHES=${FLUSHES//renameat/rename}
+}
+
+# occurrence NAME POSITION: how many times NAME appears in FLUSHES up to and
+# including word POSITION (0-based).
+occurrence()
+{
+	local -a w=($FLUSHES)
+	local i n=0
+	for ((i = 0; i <= $2; i++)); do
+		[ "${w[i]}" = "$1" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+@test "the protocol: one data flush, one rename, one directory flush" {
+	require_cmd strace
+	mkdir d
+	echo old > d/t
+	trace_flushes d/t
+	case $FLUSHES in
+	"fdatasync rename fsync "|"fsync rename fsync ") ;;
+	*) fail "flushes and renames: $FLUSHES" ;;
+	esac
+	assert_content d/t $'traced\n'
+}
+
+@test "data flush fails with EIO: exit 1, no retry, no rename, target untouched" {
+	require_cmd strace
+	mkdir d
+	echo old > d/t
+	trace_flushes d/t
+	echo old > d/t
+	local -a w=($FLUSHES)
+	local i
+	for ((i = 0; i < ${#w[@]}; i++)); do
+		[ "${w[i]}" = rename ] && break
+	done
+	[ "$i" -gt 0 ] && [ "$i" -lt ${#w[@]} ] || fail "no flush before rename: $FLUSHES"
+	sc=${w[i - 1]}
+	n=$(occurrence "$sc" $((i - 1)))
+	snapshot d/t
+	for sync in "" --no-sync; do
+		run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj.trace" \
+		    -e trace=fsync,fdatasync,rename,renameat,renameat2 \
+		    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" $sync d/t < <(echo new)
+		assert_status 1
+		assert_stderr "ponywrite: d/t: cannot flush to disk: Input/output error"
+		assert_untouched d/t
+		assert_no_litter
+		! grep -q rename "$BATS_TEST_TMPDIR/inj.trace" ||
+		    fail "renamed after a failed flush: $(cat "$BATS_TEST_TMPDIR/inj.trace")"
+		[ "$(grep -c "$sc(" "$BATS_TEST_TMPDIR/inj.trace")" -eq "$n" ] ||
+		    fail "flush retried: $(cat "$BATS_TEST_TMPDIR/inj.trace")"
+	done
+}
+
+@test "directory flush fails: exit 3, new content in place, message says so" {
+	require_cmd strace
+	mkdir d
+	echo old > d/t
+	trace_flushes d/t
+	local -a w=($FLUSHES)
+	local i
+	for ((i = 0; i < ${#w[@]}; i++)); do
+		[ "${w[i]}" = rename ] && break
+	done
+	[ $((i + 1)) -lt ${#w[@]} ] || fail "no flush after rename: $FLUSHES"
+	sc=${w[i + 1]}
+	n=$(occurrence "$sc" $((i + 1)))
+	old=$(inode d/t)
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" d/t < <(echo new)
+	assert_status 3
+	assert_stderr "ponywrite: d/t: replaced, but flushing directory d failed: Input/output error; the new content may not survive a crash"
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_content d/t $'new\n'
+	[ "$(inode d/t)" != "$old" ] || fail "not replaced"
+	assert_no_litter
+	# The same for a new file in the current directory.
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" -v fresh < <(echo new)
+	assert_status 3
+	assert_stderr_has "ponywrite: fresh: replaced, but flushing directory "
+	assert_stderr_has " failed: Input/output error; the new content may not survive a crash"
+	assert_content fresh $'new\n'
+	assert_no_litter
+}
+
+@test "rename fails: exit 1, target untouched, temporary file removed" {
+	require_cmd strace
+	echo old > t
+	trace_flushes t
+	echo old > t
+	sc=$(grep -o -m1 -E '^[0-9]* *rename(at2?)?\(' "$BATS_TEST_TMPDIR/flush.trace" | sed 's/^[0-9]* *//; s/($//')
+	[ -n "$sc" ] || fail "no rename in the trace"
+	snapshot t
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject="$sc":error=EIO:when=1 "$PONYWRITE" t < <(echo new)
+	assert_status 1
+	assert_stderr_has "ponywrite: t"
+	assert_stderr_has "Input/output error"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "write errors (EIO, ENOSPC, EDQUOT, EFBIG) on the temporary file" {
+	require_cmd strace
+	seq 1 1000 > "$BATS_TEST_TMPDIR/in"
+	# inject MODE STRACE-OPTION...: ponywrite under strace, input from a
+	# pipe or a file (-i); only ponywrite is traced.
+	inject()
+	{
+		local how=$1
+		shift
+		if [ "$how" = pipe ]; then
+			seq 1 1000 | strace -qq "$@" "$PONYWRITE" t
+		else
+			strace -qq "$@" "$PONYWRITE" -i "$BATS_TEST_TMPDIR/in" t </dev/null
+		fi
+	}
+	for how in pipe file; do
+		# Which call moves the data? The first one not writing to stderr.
+		echo old > t
+		inject "$how" -o "$BATS_TEST_TMPDIR/w.trace" \
+		    -e trace=write,pwrite64,writev,splice,copy_file_range,sendfile
+		sc=$(grep -v -E '^[a-z0-9_]+\(2,' "$BATS_TEST_TMPDIR/w.trace" | grep -o -m1 -E '^[a-z0-9_]+\(' | tr -d '(')
+		[ -n "$sc" ] || fail "no data call in: $(cat "$BATS_TEST_TMPDIR/w.trace")"
+		echo old > t
+		snapshot t
+		while read -r err text; do
+			extra=()
+			# ponywrite falls back to read/write after copy_file_range
+			# fails with EIO (it may be the source's); fail that too.
+			if [ "$sc" = copy_file_range ] && [ "$err" = EIO ]; then
+				extra=(-e inject=write:error=EIO:when=1)
+			fi
+			run --separate-stderr inject "$how" -o /dev/null \
+			    -e inject="$sc":error="$err":when=1 "${extra[@]}"
+			assert_status 1
+			assert_stderr "ponywrite: t: $text"
+			assert_untouched t
+			assert_no_litter
+		done <<-'EOF'
+		EIO Input/output error
+		ENOSPC No space left on device
+		EDQUOT Disk quota exceeded
+		EFBIG File too large
+		EOF
+	done
+}

@@ -1,0 +1,165 @@
+# Helpers for the script-feature suites (command, append, backup, ifchanged,
+# noempty, lock, nosync).  Load after helpers.bash:
+#
+#	load helpers
+#	load features_helpers
+#
+#   wait_for FILE        wait (5 s) until FILE exists
+#   listing [DIR]        every entry of DIR (default .), hidden ones too, sorted
+#   spawn ARG...         start "$PONYWRITE" ARG... in the background under a
+#                        reaper that records how it ended; stdin /dev/null,
+#                        stderr in $BG_ERR; signal dispositions reset to default
+#   spawned_pid          the pid of ponywrite itself (after spawn)
+#   reap                 wait for it; BG_END is "exit N" or "signal N",
+#                        BG_STDERR its stderr
+#   only_std_fds CMD...  run CMD with every descriptor above 2 closed
+#   trace_syncs ARG...   run ponywrite ARG... under strace; TRACE holds one
+#                        line per fsync/fdatasync/sync/syncfs/sync_file_range/
+#                        rename*, fds shown as <path>; status in $status
+#   count_in_trace RE    how many TRACE lines match the extended regex RE
+#   trace_events         TRACE as words: flush-temp flush-dir rename:NAME ...
+
+BG_REAPER=
+BG_ERR=
+
+# Empty input is read from /dev/null: make sure it still is the device.
+setup()
+{
+	[ -c /dev/null ] || fail "/dev/null is not a character device; fix the system first"
+	pw_setup
+}
+
+teardown()
+{
+	if [ -n "${BG_REAPER:-}" ]; then
+		[ -s "$BATS_TEST_TMPDIR/bg.pid" ] &&
+		    kill -KILL "$(cat "$BATS_TEST_TMPDIR/bg.pid")" 2>/dev/null
+		kill -KILL "$BG_REAPER" 2>/dev/null
+		wait "$BG_REAPER" 2>/dev/null
+		BG_REAPER=
+	fi
+	pw_teardown
+}
+
+wait_for()
+{
+	local i
+	for i in $(seq 250); do
+		[ -e "$1" ] && return 0
+		sleep 0.02
+	done
+	fail "timed out waiting for $1"
+}
+
+listing()
+{
+	(cd "${1:-.}" && LC_ALL=C ls -A1)
+}
+
+# The reaper is perl: the shell cannot tell "killed by signal N" from
+# "exited with 128+N", and ponywrite must die by the signal.
+spawn()
+{
+	require_cmd perl
+	BG_ERR="$BATS_TEST_TMPDIR/bg.err"
+	rm -f "$BATS_TEST_TMPDIR/bg.pid" "$BATS_TEST_TMPDIR/bg.end"
+	perl -e '
+		my ($pidfile, $endfile) = splice(@ARGV, 0, 2);
+		my $pid = fork;
+		defined $pid or die "fork: $!";
+		if ($pid == 0) { exec { $ARGV[0] } @ARGV; exit 127; }
+		open(my $f, ">", "$pidfile.new") or die; print $f "$pid\n";
+		close $f; rename("$pidfile.new", $pidfile) or die;
+		waitpid($pid, 0);
+		my $s = $?;
+		open($f, ">", "$endfile.new") or die;
+		print $f ($s & 127 ? "signal " . ($s & 127) : "exit " . ($s >> 8)), "\n";
+		close $f; rename("$endfile.new", $endfile) or die;
+	' "$BATS_TEST_TMPDIR/bg.pid" "$BATS_TEST_TMPDIR/bg.end" \
+	    env --default-signal "$PONYWRITE" "$@" \
+	    </dev/null >/dev/null 2>"$BG_ERR" 3>&- &
+	BG_REAPER=$!
+}
+
+spawned_pid()
+{
+	wait_for "$BATS_TEST_TMPDIR/bg.pid" >&2 || return 1
+	cat "$BATS_TEST_TMPDIR/bg.pid"
+}
+
+reap()
+{
+	local i
+	for i in $(seq 500); do
+		[ -e "$BATS_TEST_TMPDIR/bg.end" ] && break
+		sleep 0.02
+	done
+	[ -e "$BATS_TEST_TMPDIR/bg.end" ] || fail "ponywrite did not finish"
+	wait "$BG_REAPER" 2>/dev/null
+	BG_REAPER=
+	BG_END=$(cat "$BATS_TEST_TMPDIR/bg.end")
+	BG_STDERR=$(cat "$BG_ERR")
+}
+
+only_std_fds()
+{
+	bash -c '
+		for fd in /proc/$$/fd/*; do
+			fd=${fd##*/}
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+		done
+		exec "$@"
+	' only_std_fds "$@"
+}
+
+trace_syncs()
+{
+	require_cmd strace
+	local log="$BATS_TEST_TMPDIR/strace.log"
+	status=0
+	strace -f -qq -y -o "$log" \
+	    -e trace=fsync,fdatasync,sync,syncfs,sync_file_range,rename,renameat,renameat2 \
+	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/strace.err" || status=$?
+	grep -q 'PTRACE\|ptrace' "$BATS_TEST_TMPDIR/strace.err" &&
+	    skip "strace cannot trace here: $(head -1 "$BATS_TEST_TMPDIR/strace.err")"
+	stderr=$(cat "$BATS_TEST_TMPDIR/strace.err")
+	# "PID call(args) = result" -> "call(args) = result"
+	TRACE=$(sed -E 's/^[0-9]+ +//' "$log")
+}
+
+count_in_trace()
+{
+	printf '%s\n' "$TRACE" | grep -cE "$1" || :
+}
+
+# trace_events: TRACE (from trace_syncs, run in the current directory) as
+# words: flush-temp (a hidden file here), flush-dir (this directory),
+# flush:PATH (another file or directory, relative to here), rename:NAME (a
+# rename onto NAME), sync, syncfs, sync_file_range, other.
+trace_events()
+{
+	local here line path out=
+	here=$(pwd -P)
+	while IFS= read -r line; do
+		if [[ $line =~ ^(fsync|fdatasync)\([0-9]+\<(.*)\>\) ]]; then
+			path=${BASH_REMATCH[2]}
+			if [ "$path" = "$here" ]; then
+				out+=" flush-dir"
+			elif [[ $path == "$here"/.* ]] && [ "${path%/*}" = "$here" ]; then
+				out+=" flush-temp"
+			else
+				path=${path#"$here"/}
+				out+=" flush:$path"
+			fi
+		elif [[ $line =~ ^rename(at2?)?\(.*\ \"([^\"]*)\"(,\ [A-Z0-9_|]+)?\)\ += ]]; then
+			out+=" rename:${BASH_REMATCH[2]}"
+		elif [[ $line =~ ^(sync|syncfs|sync_file_range)\( ]]; then
+			out+=" ${BASH_REMATCH[1]}"
+		elif [[ $line == ---* || $line == +++* || -z $line ]]; then
+			:
+		else
+			out+=" other"
+		fi
+	done <<<"$TRACE"
+	echo "${out# }"
+}

@@ -1,0 +1,339 @@
+# Shared helpers for the ponywrite bats suites.  In a .bats file:
+#
+#	load helpers
+#
+# What it gives a test:
+#
+#   PONYWRITE            the binary under test ($PONYWRITE, default ../ponywrite)
+#   WORK                 a fresh empty directory for this test; the test runs in
+#                        it with umask 022
+#   setup, teardown      default ones; a file defining its own calls pw_setup and
+#                        pw_teardown from them
+#   snapshot FILE...     record type, inode, links, mode, uid, gid, mtime (ns) and
+#                        content hash (link text for a symlink; "absent" if missing)
+#   assert_untouched FILE...   fail unless FILE matches its snapshot
+#   assert_no_litter [DIR] [NAME...]   fail if DIR (default WORK) holds, at any
+#                        depth, a hidden entry (a ponywrite temporary file is
+#                        ".NAME.XXXXXXXXXXXX") other than the NAMEs listed
+#   assert_status N, assert_stderr TEXT, assert_stderr_has TEXT, assert_quiet,
+#   assert_content FILE TEXT, assert_mode FILE OCTAL, assert_owner FILE UID GID,
+#   assert_regular FILE, assert_symlink FILE, inode FILE, fail MESSAGE
+#   require_root, require_cmd CMD..., require_nobody (root, and WORK reachable)
+#   NOBODY               array: setpriv prefix that drops to nobody:nogroup
+#   as_nobody CMD...     run CMD as nobody:nogroup (root only; see require_nobody)
+#   unpriv_setup         when root: require_nobody and give WORK (as it is now,
+#                        recursively) to nobody:nogroup; otherwise nothing
+#   unpriv CMD...        as nobody when root, as is otherwise
+#   mount_ext4 DIR MIB [OPTS]  loop-mount a fresh ext4 of MIB MiB on DIR (root;
+#                        skips when loop devices are missing); unmounted by teardown
+#   start_slow ARG...    run "${PW_PREFIX[@]}" $PONYWRITE ARG... in the background
+#                        reading a FIFO that this shell writes through fd 9; PW_PID
+#   temp_of PID [DIR]    wait (5 s) until PID has a temporary file in DIR open; print
+#                        its path (as /proc/PID/fd shows it)
+#   wait_temp_size PID PATH BYTES   wait (5 s) until that open file holds BYTES
+#   finish_slow          close fd 9, wait for PW_PID; PW_STATUS, PW_STDERR
+#
+# Output assertions expect `run --separate-stderr`: $output is stdout, $stderr
+# is stderr.
+
+bats_require_minimum_version 1.5.0
+
+PONYWRITE="${PONYWRITE:-$BATS_TEST_DIRNAME/../ponywrite}"
+NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+
+pw_setup()
+{
+	case $PONYWRITE in
+	/*) ;;
+	*) PONYWRITE="$PWD/$PONYWRITE" ;;
+	esac
+	[ -x "$PONYWRITE" ] || fail "no ponywrite binary at $PONYWRITE (run make)"
+	WORK="$BATS_TEST_TMPDIR/w"
+	mkdir "$WORK"
+	declare -gA PW_SNAP=()
+	PW_MOUNTS=()
+	PW_PID=
+	PW_PREFIX=()
+	if [ "$(id -u)" -eq 0 ]; then
+		# Let tests drop to nobody: make the way down to WORK searchable.
+		local d="$WORK"
+		while [ "$d" != "$BATS_RUN_TMPDIR" ] && [ "$d" != / ]; do
+			chmod o+x "$d"
+			d=${d%/*}
+		done
+		[ "$d" = / ] || chmod o+x "$d"
+	fi
+	cd "$WORK"
+	umask 022
+}
+
+pw_teardown()
+{
+	exec 9>&-
+	if [ -n "${PW_PID:-}" ]; then
+		kill -KILL "$PW_PID" 2>/dev/null || :
+		wait "$PW_PID" 2>/dev/null || :
+	fi
+	cd /
+	local m
+	for m in "${PW_MOUNTS[@]}"; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || :
+	done
+	chmod -R u+rwX "$BATS_TEST_TMPDIR" 2>/dev/null || :
+}
+
+setup() { pw_setup; }
+teardown() { pw_teardown; }
+
+fail()
+{
+	printf '%s\n' "$*" >&2
+	return 1
+}
+
+require_root()
+{
+	[ "$(id -u)" -eq 0 ] || skip "needs root"
+}
+
+require_cmd()
+{
+	local c
+	for c; do
+		command -v "$c" >/dev/null 2>&1 || skip "needs $c"
+	done
+}
+
+require_nobody()
+{
+	require_root
+	require_cmd setpriv
+	getent passwd nobody >/dev/null && getent group nogroup >/dev/null ||
+	    skip "needs user nobody and group nogroup"
+	"${NOBODY[@]}" test -x "$WORK" -a -x "$PONYWRITE" ||
+	    skip "nobody cannot reach $WORK or $PONYWRITE"
+}
+
+as_nobody()
+{
+	"${NOBODY[@]}" "$@"
+}
+
+# Run as an ordinary user: nobody when we are root (WORK is then given to
+# nobody), ourselves otherwise.  Call unpriv_setup first.
+unpriv_setup()
+{
+	if [ "$(id -u)" -eq 0 ]; then
+		require_nobody
+		chown -R nobody:nogroup "$WORK"
+	fi
+}
+
+unpriv()
+{
+	if [ "$(id -u)" -eq 0 ]; then
+		"${NOBODY[@]}" "$@"
+	else
+		"$@"
+	fi
+}
+
+# Inode number, following nothing.
+inode() { stat -c %i -- "$1"; }
+
+describe()
+{
+	local f=$1
+	if [ ! -e "$f" ] && [ ! -L "$f" ]; then
+		echo absent
+		return
+	fi
+	local s
+	s=$(stat -c '%F ino=%i links=%h mode=%a uid=%u gid=%g mtime=%.9Y' -- "$f")
+	if [ -L "$f" ]; then
+		s="$s -> $(readlink -- "$f")"
+	elif [ -f "$f" ]; then
+		s="$s sha256=$(sha256sum < "$f" | cut -d' ' -f1)"
+	elif [ -b "$f" ] || [ -c "$f" ]; then
+		s="$s rdev=$(stat -c %t:%T -- "$f")"
+	fi
+	echo "$s"
+}
+
+snapshot()
+{
+	local f
+	for f; do
+		PW_SNAP[$f]=$(describe "$f")
+	done
+}
+
+assert_untouched()
+{
+	local f now
+	for f; do
+		[ -n "${PW_SNAP[$f]+set}" ] || { fail "assert_untouched: no snapshot of $f"; return 1; }
+		now=$(describe "$f")
+		if [ "$now" != "${PW_SNAP[$f]}" ]; then
+			fail "$f changed:" "
+  before: ${PW_SNAP[$f]}
+  after:  $now"
+			return 1
+		fi
+	done
+}
+
+assert_no_litter()
+{
+	local dir=${1:-$WORK}
+	[ $# -gt 0 ] && shift
+	[ -d "$dir" ] || { fail "assert_no_litter: $dir is not a directory"; return 1; }
+	local e ok name litter=
+	while IFS= read -r -d '' e; do
+		name=${e##*/}
+		ok=
+		for allowed; do
+			[ "$name" = "$allowed" ] && ok=1
+		done
+		[ -n "$ok" ] || litter="$litter $e"
+	done < <(find "$dir" -mindepth 1 -name '.*' -print0)
+	[ -z "$litter" ] || fail "litter left behind:$litter"
+}
+
+assert_status()
+{
+	[ "$status" -eq "$1" ] ||
+	    fail "exit status $status, expected $1
+stdout: $output
+stderr: ${stderr:-}"
+}
+
+assert_stderr()
+{
+	[ "$stderr" = "$1" ] ||
+	    fail "stderr was:
+$stderr
+expected:
+$1"
+}
+
+assert_stderr_has()
+{
+	case $stderr in
+	*"$1"*) ;;
+	*) fail "stderr lacks '$1'; it was:
+$stderr" ;;
+	esac
+}
+
+# Nothing on stdout nor stderr.
+assert_quiet()
+{
+	[ -z "$output" ] || { fail "unexpected stdout: $output"; return 1; }
+	[ -z "$stderr" ] || fail "unexpected stderr: $stderr"
+}
+
+assert_content()
+{
+	[ -f "$1" ] || { fail "$1 is not a regular file"; return 1; }
+	local want
+	want=$(printf '%s' "$2" | sha256sum)
+	[ "$(sha256sum < "$1")" = "$want" ] ||
+	    fail "$1 holds '$(head -c 200 "$1")', expected '$2'"
+}
+
+assert_mode()
+{
+	local m
+	m=$(stat -c %a -- "$1")
+	[ "$m" = "$(printf %o $((8#$2)))" ] || fail "$1 has mode $m, expected $2"
+}
+
+assert_owner()
+{
+	local o
+	o=$(stat -c %u:%g -- "$1")
+	[ "$o" = "$2:$3" ] || fail "$1 is owned by $o, expected $2:$3"
+}
+
+assert_regular()
+{
+	[ -f "$1" ] && [ ! -L "$1" ] || fail "$1 is not a regular file"
+}
+
+assert_symlink()
+{
+	[ -L "$1" ] || fail "$1 is not a symbolic link"
+}
+
+# mount_ext4 DIR MIB [OPTS]: a fresh ext4 file system of MIB MiB, no blocks
+# reserved for root, loop-mounted on DIR (created).  Root only.
+mount_ext4()
+{
+	require_root
+	require_cmd mkfs.ext4 losetup mount umount
+	local dir=$1 size=$2 opts=${3:-}
+	local img="$BATS_TEST_TMPDIR/ext4.${#PW_MOUNTS[@]}.img"
+	truncate -s "${size}M" "$img"
+	mkfs.ext4 -q -F -m 0 -E nodiscard "$img" >/dev/null 2>&1 ||
+	    skip "mkfs.ext4 failed"
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd -P)
+	mount -o "loop${opts:+,$opts}" "$img" "$dir" 2>/dev/null ||
+	    skip "cannot loop-mount ext4"
+	PW_MOUNTS+=("$dir")
+}
+
+# start_slow ARG...: ponywrite reading a FIFO we hold open on fd 9.
+start_slow()
+{
+	local fifo="$BATS_TEST_TMPDIR/slow.fifo"
+	rm -f "$fifo"
+	mkfifo -m 0666 "$fifo"
+	PW_STDERR_FILE="$BATS_TEST_TMPDIR/slow.err"
+	# env resets signal dispositions that the shell set for background jobs.
+	"${PW_PREFIX[@]}" env --default-signal "$PONYWRITE" "$@" \
+	    <"$fifo" >/dev/null 2>"$PW_STDERR_FILE" 3>&- &
+	PW_PID=$!
+	exec 9>"$fifo"
+}
+
+# temp_of PID [DIR]: path of the temporary file PID has open in DIR.
+temp_of()
+{
+	local pid=$1 dir=${2:-$WORK} i fd l
+	dir=$(cd "$dir" && pwd -P)
+	for i in $(seq 100); do
+		for fd in /proc/"$pid"/fd/*; do
+			l=$(readlink "$fd" 2>/dev/null) || continue
+			case $l in
+			"$dir"/.*|"$dir"/\#*) echo "$l"; return 0 ;;
+			esac
+		done
+		sleep 0.05
+	done
+	fail "process $pid has no temporary file open in $dir"
+}
+
+# wait_temp_size PID PATH BYTES: wait until the open temporary file holds BYTES.
+wait_temp_size()
+{
+	local pid=$1 path=$2 bytes=$3 i fd
+	for i in $(seq 100); do
+		for fd in /proc/"$pid"/fd/*; do
+			[ "$(readlink "$fd" 2>/dev/null)" = "$path" ] || continue
+			[ "$(stat -L -c %s "$fd" 2>/dev/null)" -ge "$bytes" ] && return 0
+		done
+		sleep 0.05
+	done
+	fail "temporary file $path never reached $bytes bytes"
+}
+
+finish_slow()
+{
+	exec 9>&-
+	PW_STATUS=0
+	wait "$PW_PID" || PW_STATUS=$?
+	PW_PID=
+	PW_STDERR=$(cat "$PW_STDERR_FILE")
+}

@@ -1,0 +1,266 @@
+#!/usr/bin/env bats
+# -C, --if-changed: when content and requested metadata equal the existing
+# target's, the target is left alone (same inode, same mtime) and exit is 0.
+
+load helpers
+load features_helpers
+
+# A target with an old mtime, so that any rewrite would show.
+old_target()
+{
+	printf '%s' "$2" > "$1"
+	chmod "${3:-0644}" "$1"
+	touch -d '2001-02-03 04:05:06' "$1"
+}
+
+@test "-C, same content and metadata: same inode and mtime, exit 0; --if-changed -v says unchanged" {
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C t < <(printf 'same\n')
+	assert_status 0
+	assert_quiet
+	assert_untouched t
+	assert_no_litter
+	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr "$PONYWRITE" --if-changed -v t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-C, different content: replaced, -v says replaced" {
+	old_target t $'old\n'
+	old=$(inode t)
+	run --separate-stderr "$PONYWRITE" -C -v t < <(printf 'new\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_content t $'new\n'
+	[ "$(inode t)" != "$old" ] || fail "t kept its inode"
+	assert_no_litter
+}
+
+@test "-C, missing target: created, -v says created" {
+	run --separate-stderr "$PONYWRITE" -C -v new < <(printf 'x\n')
+	assert_status 0
+	assert_stderr "ponywrite: new: created"
+	assert_content new $'x\n'
+	assert_no_litter
+}
+
+@test "-C, empty input and empty target: unchanged" {
+	old_target t ''
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C -v t </dev/null
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-C, empty input and a non-empty target: replaced" {
+	old_target t $'x\n'
+	run --separate-stderr "$PONYWRITE" -C t </dev/null
+	assert_status 0
+	assert_regular t
+	[ ! -s t ] || fail "t is not empty"
+	assert_no_litter
+}
+
+@test "-C, same content, -m different: replaced with the new mode" {
+	old_target t $'same\n' 0644
+	old=$(inode t)
+	run --separate-stderr "$PONYWRITE" -C -v -m 0600 t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_mode t 600
+	assert_content t $'same\n'
+	[ "$(inode t)" != "$old" ] || fail "t kept its inode"
+	old_target t $'same\n' 0644
+	run --separate-stderr "$PONYWRITE" -C -v -m g+w t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_mode t 664
+	assert_no_litter
+}
+
+@test "-C, same content, -m equal to the current mode: unchanged" {
+	old_target t $'same\n' 0640
+	snapshot t
+	for m in 0640 640 u+r g-w o= u=rw,g=r,o=; do
+		run --separate-stderr "$PONYWRITE" -C -v -m "$m" t < <(printf 'same\n')
+		assert_status 0
+		assert_stderr "ponywrite: t: unchanged"
+		assert_untouched t
+	done
+	assert_no_litter
+}
+
+@test "-C, same content, -o/-g different: replaced with the new owner" {
+	require_root
+	old_target t $'same\n'
+	chown 1000:1000 t
+	run --separate-stderr "$PONYWRITE" -C -v -o 1001 t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_owner t 1001 1000
+	run --separate-stderr "$PONYWRITE" -C -v -g 1002 t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_owner t 1001 1002
+	touch -d '2001-02-03 04:05:06' t
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C -v -o 1001 -g 1002 t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-C, large identical file (20 MiB) from a file and from a pipe: unchanged" {
+	head -c $((20 << 20)) /dev/urandom > t
+	cp t in
+	touch -d '2001-02-03 04:05:06' t
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C -v t < in
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	run --separate-stderr bash -c 'cat in | "$1" -C -v t' _ "$PONYWRITE"
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	run --separate-stderr "$PONYWRITE" -C -v -i in t
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	assert_no_litter
+}
+
+# Flip the byte at OFFSET of FILE.
+flip_byte()
+{
+	local b
+	b=$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+	printf "\\$(printf '%03o' $(((b + 1) % 256)))" |
+	    dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+@test "-C, 20 MiB differing only in the last byte: replaced" {
+	size=$((20 << 20))
+	head -c "$size" /dev/urandom > t
+	cp t in
+	flip_byte in $((size - 1))
+	! cmp -s t in || fail "flip_byte did not change in"
+	old=$(inode t)
+	run --separate-stderr "$PONYWRITE" --no-sync -C -v t < in
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	cmp t in
+	[ "$(inode t)" != "$old" ] || fail "t kept its inode"
+	assert_no_litter
+}
+
+@test "-C, differing in one byte at the start, at 128 KiB boundaries, in the middle: replaced" {
+	size=$((1 << 20))
+	head -c "$size" /dev/urandom > orig
+	for off in 0 1 65535 65536 131071 131072 131073 $((size / 2)) $((size - 2)); do
+		cp orig t
+		touch -d '2001-02-03 04:05:06' t
+		cp orig in
+		flip_byte in "$off"
+		run --separate-stderr "$PONYWRITE" --no-sync -C -v t < in
+		assert_status 0
+		[ "$stderr" = "ponywrite: t: replaced" ] ||
+		    fail "byte $off differs, but: $stderr"
+		cmp t in
+	done
+	assert_no_litter
+}
+
+@test "-C, input a prefix of the target or the target a prefix of the input: replaced" {
+	head -c 300000 /dev/urandom > orig
+	cp orig t
+	head -c 299999 orig > shorter
+	run --separate-stderr "$PONYWRITE" -C -v t < shorter
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	cmp t shorter
+	cp orig t
+	{ cat orig; printf 'x'; } > longer
+	run --separate-stderr "$PONYWRITE" -C -v t < longer
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	cmp t longer
+	assert_no_litter
+}
+
+@test "-C -i T T: unchanged" {
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C -v -i t t
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-C in command mode: same output unchanged, different output replaced" {
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C -v t echo same
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	run --separate-stderr "$PONYWRITE" -C -v t echo other
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_content t $'other\n'
+	assert_no_litter
+}
+
+@test "-C through a symbolic link: link and file untouched when unchanged" {
+	old_target real $'same\n'
+	ln -s real link
+	snapshot real link
+	run --separate-stderr "$PONYWRITE" -C -v link < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: link: unchanged"
+	assert_untouched real link
+	assert_no_litter
+}
+
+@test "-C, a hard-linked target stays shared when unchanged" {
+	old_target t $'same\n'
+	ln t other
+	snapshot t other
+	run --separate-stderr "$PONYWRITE" -C t < <(printf 'same\n')
+	assert_status 0
+	assert_untouched t other
+	assert_no_litter
+}
+
+@test "-C, unchanged: no flush, no rename" {
+	require_cmd strace
+	old_target t $'same\n'
+	snapshot t
+	trace_syncs -C t < <(printf 'same\n')
+	[ "$status" -eq 0 ] || fail "status $status: $stderr"
+	assert_untouched t
+	n=$(count_in_trace '^(fsync|fdatasync|sync|syncfs|sync_file_range|rename|renameat|renameat2)\(')
+	[ "$n" -eq 0 ] || fail "unchanged, yet: $TRACE"
+	assert_no_litter
+}
+
+@test "-C with a failing command: untouched, command's status" {
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -C t sh -c 'echo same; exit 5'
+	assert_status 5
+	assert_stderr "ponywrite: t: not replaced: sh exited with status 5"
+	assert_untouched t
+	assert_no_litter
+}

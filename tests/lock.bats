@@ -1,0 +1,204 @@
+#!/usr/bin/env bats
+# -l, --lock: ponywrite -l runs on the same target are serialized for the
+# whole run (command included), so read-modify-write is safe; no lock files.
+
+load helpers
+load features_helpers
+
+# parallel N ARG...: N ponywrite ARG... at once; fails unless all exit 0.
+parallel()
+{
+	local n=$1 i p failed=0
+	shift
+	local pids=()
+	for i in $(seq "$n"); do
+		"$PONYWRITE" "$@" 3>&- 2>>errors &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=$((failed + 1))
+	done
+	[ "$failed" -eq 0 ] || fail "$failed of $n runs failed: $(cat errors)"
+	[ ! -s errors ] || fail "messages: $(cat errors)"
+	rm -f errors
+}
+
+@test "100 parallel -l increments of a counter leave exactly 100" {
+	echo 0 > counter
+	before=$(listing)
+	parallel 100 -l counter sh -c 'echo $(( $(cat counter) + 1 ))'
+	assert_content counter $'100\n'
+	[ "$(listing)" = "$before" ] || fail "directory was: $before; now: $(listing)"
+	assert_no_litter
+}
+
+@test "100 parallel -l increments of a counter that does not exist yet leave 100" {
+	before=$(listing)
+	parallel 100 --no-sync -l counter sh -c 'echo $(( $(cat counter 2>/dev/null || echo 0) + 1 ))'
+	assert_content counter $'100\n'
+	[ "$(listing)" = "$(printf '%s\n' $before counter | sed '/^$/d' | LC_ALL=C sort)" ] ||
+	    fail "directory was: $before; now: $(listing)"
+	assert_no_litter
+}
+
+@test "--lock, through a symbolic link and by the real name: one lock" {
+	mkdir sub
+	echo 0 > sub/counter
+	ln -s sub/counter link
+	pids=()
+	for i in $(seq 25); do
+		"$PONYWRITE" --no-sync --lock link sh -c 'echo $(( $(cat link) + 1 ))' 3>&- &
+		pids+=($!)
+		"$PONYWRITE" --no-sync --lock sub/counter sh -c 'echo $(( $(cat sub/counter) + 1 ))' 3>&- &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || fail "a run failed"
+	done
+	assert_content sub/counter $'50\n'
+	assert_symlink link
+	[ "$(listing)" = "$(printf 'link\nsub')" ] || fail "directory holds: $(listing)"
+	[ "$(listing sub)" = counter ] || fail "sub holds: $(listing sub)"
+	assert_no_litter
+}
+
+@test "-l with stdin works and leaves no lock file; -v says created/replaced" {
+	run --separate-stderr "$PONYWRITE" -l -v t < <(printf 'one\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: created"
+	assert_content t $'one\n'
+	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
+	run --separate-stderr "$PONYWRITE" -l -v t < <(printf 'two\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_content t $'two\n'
+	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
+	assert_no_litter
+}
+
+@test "-l with -C: unchanged, -v says so, no lock file" {
+	printf 'same\n' > t
+	snapshot t
+	run --separate-stderr "$PONYWRITE" -l -C -v t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: t: unchanged"
+	assert_untouched t
+	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
+}
+
+@test "-l holds the lock for the whole command; the waiter sees the new file" {
+	echo 0 > t
+	spawn -l t sh -c 'echo first; touch started; while [ ! -e go ]; do sleep 0.02; done'
+	wait_for started
+	"$PONYWRITE" -l t sh -c 'cat t; echo second; touch second-ran' \
+	    3>&- 2>second.err &
+	second=$!
+	sleep 0.3
+	[ ! -e second-ran ] || fail "the second run did not wait for the first"
+	touch go
+	reap
+	[ "$BG_END" = "exit 0" ] || fail "first run: $BG_END; $BG_STDERR"
+	wait "$second" || fail "second run failed: $(cat second.err)"
+	assert_content t $'first\nsecond\n'
+	assert_no_litter
+}
+
+@test "-l on a missing target: the waiter sees the file the first run created" {
+	spawn -l t sh -c 'echo first; touch started; while [ ! -e go ]; do sleep 0.02; done'
+	wait_for started
+	"$PONYWRITE" -l t sh -c 'cat t; echo second; touch second-ran' \
+	    3>&- 2>second.err &
+	second=$!
+	sleep 0.3
+	[ ! -e second-ran ] || fail "the second run did not wait for the first"
+	touch go
+	reap
+	[ "$BG_END" = "exit 0" ] || fail "first run: $BG_END; $BG_STDERR"
+	wait "$second" || fail "second run failed: $(cat second.err)"
+	assert_content t $'first\nsecond\n'
+	assert_no_litter
+}
+
+@test "-l: SIGTERM while waiting for the lock: dies by it, command never run" {
+	echo 0 > t
+	"$PONYWRITE" -l t sh -c 'echo holder; touch started; while [ ! -e go ]; do sleep 0.02; done' \
+	    3>&- 2>holder.err &
+	holder=$!
+	wait_for started
+	snapshot t
+	spawn -l t sh -c 'touch waiter-ran; echo waiter'
+	pid=$(spawned_pid)
+	sleep 0.2
+	kill -TERM "$pid"
+	reap
+	[ "$BG_END" = "signal 15" ] || fail "waiter ended with $BG_END; $BG_STDERR"
+	[ ! -e waiter-ran ] || fail "the waiter's command ran"
+	assert_untouched t
+	touch go
+	wait "$holder" || fail "holder failed: $(cat holder.err)"
+	assert_content t $'holder\n'
+	assert_no_litter
+}
+
+@test "-l: a failed run releases the lock and leaves the target untouched" {
+	echo 0 > t
+	snapshot t
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t sh -c 'echo x; exit 3'
+	assert_status 3
+	assert_stderr "ponywrite: t: not replaced: sh exited with status 3"
+	assert_untouched t
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t echo 1
+	assert_status 0
+	assert_content t $'1\n'
+	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
+	assert_no_litter
+}
+
+@test "-l: a holder killed by SIGKILL leaves no stale lock" {
+	echo 0 > t
+	spawn -l t sh -c 'echo $$ > cmdpid; touch started; exec sleep 30'
+	pid=$(spawned_pid)
+	wait_for started
+	kill -KILL "$pid"
+	reap
+	kill -KILL "$(cat cmdpid)"
+	[ "$BG_END" = "signal 9" ] || fail "holder ended with $BG_END"
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t echo 1
+	assert_status 0
+	assert_content t $'1\n'
+}
+
+@test "-l on a directory or in a missing directory: refused, untouched" {
+	mkdir d
+	snapshot d
+	run --separate-stderr "$PONYWRITE" -l d < <(printf 'x\n')
+	assert_status 1
+	assert_stderr "ponywrite: d: not a regular file"
+	assert_untouched d
+	run --separate-stderr "$PONYWRITE" -l nodir/t < <(printf 'x\n')
+	assert_status 1
+	assert_stderr "ponywrite: nodir: No such file or directory"
+	[ "$(listing)" = d ] || fail "directory holds: $(listing)"
+	assert_no_litter
+}
+
+@test "-l on different new targets in one directory: no deadlock when nested" {
+	run --separate-stderr timeout 3 "$PONYWRITE" --no-sync -l a "$PONYWRITE" --no-sync -l b echo hi
+	assert_status 0
+	assert_content b $'hi\n'
+	assert_regular a
+	[ ! -s a ] || fail "a is not empty"
+	assert_no_litter
+}
+
+@test "-l on a new target does not block -l on another target" {
+	spawn -l a sh -c 'touch started; while [ ! -e go ]; do sleep 0.02; done'
+	wait_for started
+	run --separate-stderr timeout 3 "$PONYWRITE" --no-sync -l b echo hi
+	touch go
+	reap
+	assert_status 0
+	assert_content b $'hi\n'
+	[ "$BG_END" = "exit 0" ] || fail "first run: $BG_END; $BG_STDERR"
+	assert_no_litter
+}

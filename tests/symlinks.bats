@@ -1,0 +1,255 @@
+#!/usr/bin/env bats
+# Symbolic links: followed to the real file, -P, the sticky-directory rule.
+
+load helpers
+
+@test "a link is followed: the real file is replaced, the link stays" {
+	mkdir real
+	echo old > real/f
+	chmod 0640 real/f
+	ln -s real/f link
+	old=$(inode real/f)
+	snapshot link
+	run --separate-stderr "$PONYWRITE" link < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_untouched link
+	assert_regular real/f
+	assert_content real/f $'new\n'
+	assert_mode real/f 640
+	[ "$(inode real/f)" != "$old" ] || fail "real/f not replaced by rename"
+	[ "$(ls -A real)" = f ] || fail "real holds: $(ls -A real)"
+	assert_no_litter
+}
+
+@test "the temporary file is made in the real file's directory" {
+	mkdir real here
+	echo old > real/f
+	ln -s ../real/f here/link
+	start_slow here/link
+	printf 'x' >&9
+	tmp=$(temp_of "$PW_PID" real)
+	[[ ${tmp##*/} == .f.* ]] || fail "temporary name ${tmp##*/} is not after the real file"
+	[ -z "$(ls -A here | grep -v '^link$')" ] || fail "here holds: $(ls -A here)"
+	printf 'y\n' >&9
+	finish_slow
+	[ "$PW_STATUS" -eq 0 ] || fail "status $PW_STATUS: $PW_STDERR"
+	assert_symlink here/link
+	assert_content real/f $'xy\n'
+	assert_no_litter
+}
+
+@test "a chain of links is followed to the end" {
+	mkdir a b c
+	echo old > c/f
+	ln -s ../c/f b/l2
+	ln -s ../b/l2 a/l1
+	ln -s a/l1 l0
+	snapshot l0 a/l1 b/l2
+	run --separate-stderr "$PONYWRITE" l0 < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_untouched l0 a/l1 b/l2
+	assert_content c/f $'new\n'
+	assert_no_litter
+}
+
+@test "a chain of 20 links works" {
+	echo old > f0
+	for i in $(seq 1 20); do
+		ln -s "f$((i - 1))" "f$i"
+	done
+	run --separate-stderr "$PONYWRITE" f20 < <(echo new)
+	assert_status 0
+	assert_content f0 $'new\n'
+	assert_symlink f1
+	assert_symlink f20
+	assert_no_litter
+}
+
+@test "an absolute link is followed" {
+	mkdir real
+	echo old > real/f
+	ln -s "$WORK/real/f" link
+	run --separate-stderr "$PONYWRITE" link < <(echo new)
+	assert_status 0
+	assert_symlink link
+	assert_content real/f $'new\n'
+	assert_no_litter
+}
+
+@test "relative links resolve from the link's real directory, like the kernel" {
+	# x/y/a/l -> ../c/f is x/y/c/f even when reached through the link a -> x/y/a;
+	# a textual a/../c/f would be c/f.
+	mkdir -p x/y/a x/y/c c
+	echo old > x/y/c/f
+	ln -s x/y/a a
+	ln -s ../c/f x/y/a/l
+	[ "$(readlink -f a/l)" = "$WORK/x/y/c/f" ]
+	run --separate-stderr "$PONYWRITE" a/l < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_content x/y/c/f $'new\n'
+	[ -z "$(ls -A c)" ] || fail "wrote into c/: $(ls -A c)"
+	assert_symlink x/y/a/l
+	assert_no_litter
+}
+
+@test "a symbolic link in the directory part is followed" {
+	mkdir real
+	echo old > real/f
+	ln -s real dir
+	start_slow dir/f
+	printf 'x' >&9
+	tmp=$(temp_of "$PW_PID" real)
+	printf '\n' >&9
+	finish_slow
+	[ "$PW_STATUS" -eq 0 ] || fail "status $PW_STATUS: $PW_STDERR"
+	assert_symlink dir
+	assert_content real/f $'x\n'
+	assert_no_litter
+}
+
+@test "a dangling link creates its target" {
+	mkdir a b
+	ln -s ../b/new a/link
+	ln -s here.txt local
+	snapshot a/link local
+	run --separate-stderr "$PONYWRITE" -v a/link < <(echo one)
+	assert_status 0
+	assert_stderr "ponywrite: a/link: created"
+	assert_untouched a/link
+	assert_regular b/new
+	assert_content b/new $'one\n'
+	assert_mode b/new 644
+	run --separate-stderr "$PONYWRITE" local < <(echo two)
+	assert_status 0
+	assert_quiet
+	assert_untouched local
+	assert_content here.txt $'two\n'
+	assert_no_litter
+}
+
+@test "-P replaces the link itself with a regular file" {
+	echo old > real
+	chmod 0600 real
+	ln -s real link
+	ln -s nowhere dangling
+	snapshot real
+	run --separate-stderr "$PONYWRITE" -P link < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_regular link
+	assert_content link $'new\n'
+	assert_mode link 644
+	assert_untouched real
+	run --separate-stderr "$PONYWRITE" --no-dereference dangling < <(echo new)
+	assert_status 0
+	assert_regular dangling
+	[ ! -e nowhere ] || fail "-P created the link's target"
+	assert_no_litter
+}
+
+@test "a loop of links fails with ELOOP" {
+	ln -s b a
+	ln -s a b
+	ln -s self self
+	snapshot a b self
+	run --separate-stderr "$PONYWRITE" a < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: a: Too many levels of symbolic links"
+	run --separate-stderr "$PONYWRITE" self < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: self: Too many levels of symbolic links"
+	assert_untouched a b self
+	assert_no_litter
+}
+
+@test "a link to a directory is not a regular file" {
+	mkdir d
+	ln -s d link
+	snapshot d link
+	run --separate-stderr "$PONYWRITE" link < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: link: not a regular file"
+	assert_untouched d link
+	[ -z "$(ls -A d)" ] || fail "d holds: $(ls -A d)"
+	assert_no_litter
+}
+
+# A sticky world-writable directory s owned by root; victim outside it.
+sticky_setup()
+{
+	require_nobody
+	mkdir -m 1777 s
+	echo victim > victim
+	chmod 0666 victim
+}
+
+@test "sticky world-writable dir: a link owned by someone else is refused (root)" {
+	sticky_setup
+	ln -s "$WORK/victim" s/evil
+	chown -h nobody:nogroup s/evil
+	ln -s "$WORK/created" s/dangling
+	chown -h nobody:nogroup s/dangling
+	ln -s s/evil indirect
+	snapshot victim s/evil s/dangling indirect created
+	run --separate-stderr "$PONYWRITE" s/evil < <(echo pwned)
+	assert_status 1
+	assert_stderr "ponywrite: s/evil: refusing to follow symbolic link in sticky world-writable directory: Permission denied"
+	run --separate-stderr "$PONYWRITE" s/dangling < <(echo pwned)
+	assert_status 1
+	assert_stderr "ponywrite: s/dangling: refusing to follow symbolic link in sticky world-writable directory: Permission denied"
+	run --separate-stderr "$PONYWRITE" indirect < <(echo pwned)
+	assert_status 1
+	assert_stderr_has "refusing to follow symbolic link in sticky world-writable directory"
+	assert_untouched victim s/evil s/dangling indirect created
+	assert_no_litter
+}
+
+@test "sticky world-writable dir: links owned by the caller or the dir owner are followed (root)" {
+	sticky_setup
+	ln -s "$WORK/victim" s/mine
+	run --separate-stderr "$PONYWRITE" s/mine < <(echo one)
+	assert_status 0
+	assert_quiet
+	assert_symlink s/mine
+	assert_content victim $'one\n'
+	# Directory owned by nobody, link owned by nobody, caller root.
+	mkdir -m 1777 s2
+	chown nobody:nogroup s2
+	ln -s "$WORK/victim" s2/theirs
+	chown -h nobody:nogroup s2/theirs
+	run --separate-stderr "$PONYWRITE" s2/theirs < <(echo two)
+	assert_status 0
+	assert_content victim $'two\n'
+	# Sticky but not world-writable: the rule does not apply.
+	mkdir -m 1775 s3
+	ln -s "$WORK/victim" s3/other
+	chown -h nobody:nogroup s3/other
+	run --separate-stderr "$PONYWRITE" s3/other < <(echo three)
+	assert_status 0
+	assert_content victim $'three\n'
+	assert_no_litter
+}
+
+@test "sticky world-writable dir, as nobody: root's link followed, a stranger's refused (root)" {
+	sticky_setup
+	mkdir vd
+	echo old > vd/f
+	chown -R nobody:nogroup vd
+	ln -s "$WORK/vd/f" s/rootlink
+	ln -s "$WORK/vd/f" s/stranger
+	chown -h 12345:12345 s/stranger
+	snapshot vd/f
+	run --separate-stderr as_nobody "$PONYWRITE" s/stranger < <(echo pwned)
+	assert_status 1
+	assert_stderr_has "refusing to follow symbolic link in sticky world-writable directory"
+	assert_untouched vd/f
+	run --separate-stderr as_nobody "$PONYWRITE" s/rootlink < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_content vd/f $'new\n'
+	assert_owner vd/f 65534 65534
+	assert_no_litter
+}
