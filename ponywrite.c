@@ -1089,8 +1089,8 @@ run_command(int out)
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
-			fail(opt.target, "cannot wait for %s: %s", opt.command[0],
-		    strerror(errno));
+			fail(opt.target, "cannot wait for %s: %s",
+			    opt.command[0], strerror(errno));
 	block_signals();
 	child = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
