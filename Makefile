@@ -19,8 +19,14 @@ check: ponywrite
 	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
 
 crashtest: ponywrite
-	PONYWRITE="$$(pwd)/ponywrite" tests/crash/run
+	CRASH_TABLE_OUT=crash-table.md PONYWRITE="$$(pwd)/ponywrite" \
+	    tests/crash/run
 	PONYWRITE="$$(pwd)/ponywrite" tests/fault/run
+
+# Paste the tables that crashtest and bench/run wrote into README.md.
+readme-tables:
+	if [ -f crash-table.md ]; then tests/embed crash-table crash-table.md; fi
+	if [ -f bench-table.md ]; then tests/embed bench-table bench-table.md; fi
 
 install: ponywrite
 	mkdir -p "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1"
@@ -35,4 +41,4 @@ uninstall:
 clean:
 	rm -f ponywrite
 
-.PHONY: all check crashtest install uninstall clean
+.PHONY: all check crashtest readme-tables install uninstall clean
