@@ -8,6 +8,8 @@ CFLAGS = -std=c11 -O2 -g -Wall -Wextra -Werror \
 	-D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
 LDFLAGS = -pie -Wl,-z,relro,-z,now
 BATS = bats
+MUSLCC = musl-gcc
+FUZZ_SECONDS = 60
 
 all: ponywrite
 
@@ -17,6 +19,33 @@ ponywrite: ponywrite.c
 check: ponywrite
 	mandoc -Tlint -Wwarning ponywrite.1
 	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
+
+# A static binary for containers and initramfs, and the suite run against it.
+static: ponywrite-static
+
+ponywrite-static: ponywrite.c
+	$(MUSLCC) -static -std=c11 -O2 -Wall -Wextra -Werror -o $@ ponywrite.c
+
+staticcheck: ponywrite-static
+	PONYWRITE="$$(pwd)/ponywrite-static" $(BATS) tests
+
+# Hardening: sanitizers over the whole suite, valgrind, static analysis,
+# fuzzing of the parsers, install/uninstall, and the security tests.
+sanitize:
+	tests/hardening/sanitize
+
+lint:
+	tests/hardening/lint
+
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run
+
+installcheck: ponywrite
+	tests/hardening/install-test
+
+hardening: ponywrite
+	tests/hardening/valgrind
+	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests/hardening
 
 crashtest: ponywrite
 	CRASH_TABLE_OUT=crash-table.md PONYWRITE="$$(pwd)/ponywrite" \
@@ -39,6 +68,7 @@ uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/ponywrite" "$(DESTDIR)$(MANDIR)/man1/ponywrite.1"
 
 clean:
-	rm -f ponywrite
+	rm -f ponywrite ponywrite-static ponywrite-asan
 
-.PHONY: all check crashtest readme-tables install uninstall clean
+.PHONY: all check static staticcheck sanitize lint fuzz installcheck hardening \
+	crashtest readme-tables install uninstall clean

@@ -381,16 +381,20 @@ parse_mode(const char *s, mode_t base, mode_t umask, mode_t *res)
 		while (*s != '\0' && strchr("+-=", *s) != NULL) {
 			op = *s++;
 			perm = 0;
+			/* As chmod(1): a copied class ("g=u") takes no letters. */
 			if (*s != '\0' && strchr("ugo", *s) != NULL) {
 				n = *s == 'u' ? m >> 6 & 7 : *s == 'g' ?
 				    m >> 3 & 7 : m & 7;
 				perm = n << 6 | n << 3 | n;
 				s++;
+			} else {
+				for (; *s != '\0' && strchr("rwxXst", *s) != NULL;
+				    s++)
+					perm |= *s == 'r' ? 0444 : *s == 'w' ?
+					    0222 : *s == 'x' ? 0111 : *s == 's' ?
+					    06000 : *s == 't' ? 01000 :
+					    (m & 0111 ? 0111 : 0);
 			}
-			for (; *s != '\0' && strchr("rwxXst", *s) != NULL; s++)
-				perm |= *s == 'r' ? 0444 : *s == 'w' ? 0222 :
-				    *s == 'x' ? 0111 : *s == 's' ? 06000 :
-				    *s == 't' ? 01000 : (m & 0111 ? 0111 : 0);
 			if (op == '+')
 				m |= perm & mask;
 			else if (op == '-')
@@ -523,6 +527,7 @@ on_signal(int sig)
 	signal(sig, SIG_DFL);
 	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
 	raise(sig);
+	/* cppcheck-suppress unreachableCode */
 	_exit(128 + sig);
 }
 
@@ -594,9 +599,12 @@ make_parents(int atfd, const char *path)
 
 	if ((fd = open_dir_at(atfd, path)) >= 0 || errno != ENOENT)
 		return fd;
-	if ((p = strdup(path)) == NULL ||
-	    (fd = open_dir_at(atfd, *path == '/' ? "/" : ".")) < 0)
+	if ((fd = open_dir_at(atfd, *path == '/' ? "/" : ".")) < 0)
 		return -1;
+	if ((p = strdup(path)) == NULL) {
+		close(fd);
+		return -1;
+	}
 	for (s = p; *s != '\0'; s = next) {
 		if ((next = strchr(s, '/')) != NULL)
 			*next++ = '\0';
@@ -783,21 +791,33 @@ still_named(int fd, const char *name)
 	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
 }
 
-/* A missing target is locked through ".NAME.lock", removed on exit. */
+/*
+ * A missing target is locked through ".NAME.ponywrite-lock", removed on exit:
+ * a name no other program uses, opened without blocking and only if it is a
+ * regular file, so that a FIFO planted there cannot hang us.
+ */
 static int
 lock_missing(void)
 {
 	char name[NAME_MAX + 1];
+	struct stat st;
 	int fd;
 
-	snprintf(name, sizeof name, ".%.*s.lock", NAME_MAX - 6, tgt.name);
+	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
+	    tgt.name);
 	if ((fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0644)) < 0 || xflock(fd, LOCK_EX) < 0)
+	    O_NONBLOCK | O_CLOEXEC, 0644)) < 0 || fstat(fd, &st) < 0)
+		fail(opt.target, "cannot lock: %s", strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		fail(opt.target, "cannot lock: %s is not a regular file", name);
+	if (xflock(fd, LOCK_EX) < 0)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 	if (still_named(fd, name) &&
 	    fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0 &&
 	    errno == ENOENT) {
+		block_signals();
 		memcpy(lockname, name, sizeof name);
+		unblock_signals();
 		return 1;
 	}
 	close(fd);
@@ -1180,6 +1200,35 @@ old_xattr(const char *name, char *val, size_t n)
 	return name != NULL ? getxattr(proc, name, val, n) :
 	    listxattr(proc, val, n);
 }
+
+/*
+ * Give an access ACL the permission bits of MODE, as chmod(2) would, so that
+ * setting it on the temporary file never grants more than the final mode.
+ * The value is a little-endian header (version 2), then 8-byte entries:
+ * tag (16 bits), permissions (16 bits), id (32 bits).
+ */
+static void
+acl_apply_mode(unsigned char *acl, ssize_t len, mode_t mode)
+{
+	unsigned char *e, *end = acl + len;
+	unsigned tag;
+	int mask = 0;
+
+	for (e = acl + 4; e + 8 <= end; e += 8)
+		mask |= (e[0] | e[1] << 8) == 0x10;		/* ACL_MASK */
+	for (e = acl + 4; e + 8 <= end; e += 8) {
+		tag = e[0] | e[1] << 8;
+		if (tag == 0x01)				/* ACL_USER_OBJ */
+			e[2] = mode >> 6 & 7;
+		else if (tag == 0x10 || (tag == 0x04 && !mask))	/* ACL_GROUP_OBJ */
+			e[2] = mode >> 3 & 7;
+		else if (tag == 0x20)				/* ACL_OTHER */
+			e[2] = mode & 7;
+		else
+			continue;
+		e[3] = 0;
+	}
+}
 #endif
 
 /* The POSIX ACL and user.* attributes of the old file. */
@@ -1209,7 +1258,10 @@ copy_xattrs(int to)
 			    strerror(errno));
 		}
 		val = xmalloc(len + 1);
-		if ((len = old_xattr(name, val, len)) < 0 ||
+		if ((len = old_xattr(name, val, len)) >= 0 &&
+		    strcmp(name, "system.posix_acl_access") == 0)
+			acl_apply_mode((unsigned char *)val, len, meta.mode);
+		if (len < 0 ||
 		    (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP))
 			fail(opt.target, "cannot keep attribute %s: %s", name,
 			    strerror(errno));

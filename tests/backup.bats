@@ -177,7 +177,7 @@ load features_helpers
 	run --separate-stderr "$PONYWRITE" -b "$name" < <(printf 'new\n')
 	assert_status 1
 	assert_stderr_has "ponywrite: $name: "
-	assert_stderr_has "File name too long"
+	assert_stderr_has "$E_NAMETOOLONG"
 	assert_untouched "$name"
 	assert_no_litter
 	[ "$(listing)" = "$name" ] || fail "directory holds: $(listing)"

@@ -305,10 +305,10 @@ fails_untouched()
 	mkdir d
 	fails_untouched 1 "ponywrite: nosuch: No such file or directory" t -i nosuch t
 	fails_untouched 1 "ponywrite: d: Is a directory" t -i d t
-	fails_untouched 1 "ponywrite: /proc/self/mem: Input/output error" t -i /proc/self/mem t
+	fails_untouched 1 "ponywrite: /proc/self/mem: $E_EIO" t -i /proc/self/mem t
 	run --separate-stderr "$PONYWRITE" t < /proc/self/mem
 	assert_status 1
-	assert_stderr "ponywrite: stdin: Input/output error"
+	assert_stderr "ponywrite: stdin: $E_EIO"
 	assert_untouched t
 	assert_no_litter
 }
@@ -381,7 +381,7 @@ occurrence()
 		    -e trace=fsync,fdatasync,rename,renameat,renameat2 \
 		    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" $sync d/t < <(echo new)
 		assert_status 1
-		assert_stderr "ponywrite: d/t: cannot flush to disk: Input/output error"
+		assert_stderr "ponywrite: d/t: cannot flush to disk: $E_EIO"
 		assert_untouched d/t
 		assert_no_litter
 		! grep -q rename "$BATS_TEST_TMPDIR/inj.trace" ||
@@ -408,7 +408,7 @@ occurrence()
 	run --separate-stderr strace -f -qq -o /dev/null \
 	    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" d/t < <(echo new)
 	assert_status 3
-	assert_stderr "ponywrite: d/t: replaced, but flushing directory d failed: Input/output error; the new content may not survive a crash"
+	assert_stderr "ponywrite: d/t: replaced, but flushing directory d failed: $E_EIO; the new content may not survive a crash"
 	[ -z "$output" ] || fail "stdout: $output"
 	assert_content d/t $'new\n'
 	[ "$(inode d/t)" != "$old" ] || fail "not replaced"
@@ -418,7 +418,7 @@ occurrence()
 	    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" -v fresh < <(echo new)
 	assert_status 3
 	assert_stderr_has "ponywrite: fresh: replaced, but flushing directory "
-	assert_stderr_has " failed: Input/output error; the new content may not survive a crash"
+	assert_stderr_has " failed: $E_EIO; the new content may not survive a crash"
 	assert_content fresh $'new\n'
 	assert_no_litter
 }
@@ -435,7 +435,7 @@ occurrence()
 	    -e inject="$sc":error=EIO:when=1 "$PONYWRITE" t < <(echo new)
 	assert_status 1
 	assert_stderr_has "ponywrite: t"
-	assert_stderr_has "Input/output error"
+	assert_stderr_has "$E_EIO"
 	assert_untouched t
 	assert_no_litter
 }
@@ -477,10 +477,10 @@ occurrence()
 			assert_stderr "ponywrite: t: $text"
 			assert_untouched t
 			assert_no_litter
-		done <<-'EOF'
-		EIO Input/output error
+		done <<-EOF
+		EIO $E_EIO
 		ENOSPC No space left on device
-		EDQUOT Disk quota exceeded
+		EDQUOT $E_DQUOT
 		EFBIG File too large
 		EOF
 	done
