@@ -20,6 +20,10 @@ check: ponywrite
 	mandoc -Tlint -Wwarning ponywrite.1
 	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
 
+# The same suite with its files on loop-mounted XFS and btrfs (root).
+fscheck: ponywrite
+	PONYWRITE="$$(pwd)/ponywrite" tests/fscheck
+
 # A static binary for containers and initramfs, and the suite run against it.
 static: ponywrite-static
 
@@ -70,5 +74,5 @@ uninstall:
 clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
-.PHONY: all check static staticcheck sanitize lint fuzz installcheck hardening \
+.PHONY: all check fscheck static staticcheck sanitize lint fuzz installcheck hardening \
 	crashtest readme-tables install uninstall clean
