@@ -47,7 +47,8 @@
 #include <sys/random.h>
 #define HAVE_GETRANDOM 1
 #endif
-#if __has_include(<sys/xattr.h>)
+/* Linux's f*xattr signatures; macOS has other ones (and no POSIX ACLs there). */
+#if __has_include(<sys/xattr.h>) && defined(__linux__)
 #include <sys/xattr.h>
 #define HAVE_XATTR 1
 #endif
