@@ -108,7 +108,7 @@ static sigset_t fatalsigs, origmask;
 static int failstatus = 1;		/* 125 in command mode */
 static int stdin_closed;		/* it is /dev/null now, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
-static struct sigaction origact[4], origxfsz;	/* to give back to a command */
+static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz;
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 
