@@ -516,6 +516,17 @@ parse_options(int argc, char *argv[])
 
 /* Signals: remove the temporary file and die by the same signal. */
 
+static _Noreturn void
+die_by(int sig)
+{
+	remove_litter();
+	signal(sig, SIG_DFL);
+	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
+	raise(sig);
+	/* cppcheck-suppress unreachableCode */
+	_exit(128 + sig);
+}
+
 static void
 on_signal(int sig)
 {
@@ -524,12 +535,7 @@ on_signal(int sig)
 		caught = sig;
 		return;
 	}
-	remove_litter();
-	signal(sig, SIG_DFL);
-	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
-	raise(sig);
-	/* cppcheck-suppress unreachableCode */
-	_exit(128 + sig);
+	die_by(sig);
 }
 
 static void
@@ -1121,12 +1127,8 @@ run_command(int out)
 	child = 0;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if ((sig = caught) != 0) {
-		remove_litter();
-		signal(sig, SIG_DFL);
-		sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
-		raise(sig);
-	}
+	if ((sig = caught) != 0)
+		die_by(sig);
 	unblock_signals();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
@@ -1344,6 +1346,7 @@ rename_backup(void)
 static int
 commit(int fd)
 {
+	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
 	int status = 0;
 
 	if (close(fd) < 0)
@@ -1352,12 +1355,12 @@ commit(int fd)
 		fail_errno(opt.target);
 	tmpname[0] = '\0';
 	if (rename_backup() < 0)
-		status = opt.command != NULL ? 125 : 3;
+		status = late;
 	if (opt.sync && flush_fd(tgt.dirfd) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
 		    tgt.dirpath, strerror(errno));
-		return opt.command != NULL ? 125 : 3;
+		return late;
 	}
 	if (opt.verbose)
 		warnx(opt.target, tgt.exists ? "replaced" : "created");

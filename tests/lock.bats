@@ -86,8 +86,10 @@ parallel()
 	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
 }
 
-@test "-l holds the lock for the whole command; the waiter sees the new file" {
-	echo 0 > t
+# A second -l run waits for the first (which holds the lock until its command
+# ends) and then reads the file the first one wrote.
+second_waits_for_first()
+{
 	spawn -l t sh -c 'echo first; touch started; while [ ! -e go ]; do sleep 0.02; done'
 	wait_for started
 	"$PONYWRITE" -l t sh -c 'cat t; echo second; touch second-ran' \
@@ -103,20 +105,13 @@ parallel()
 	assert_no_litter
 }
 
+@test "-l holds the lock for the whole command; the waiter sees the new file" {
+	echo 0 > t
+	second_waits_for_first
+}
+
 @test "-l on a missing target: the waiter sees the file the first run created" {
-	spawn -l t sh -c 'echo first; touch started; while [ ! -e go ]; do sleep 0.02; done'
-	wait_for started
-	"$PONYWRITE" -l t sh -c 'cat t; echo second; touch second-ran' \
-	    3>&- 2>second.err &
-	second=$!
-	sleep 0.3
-	[ ! -e second-ran ] || fail "the second run did not wait for the first"
-	touch go
-	reap
-	[ "$BG_END" = "exit 0" ] || fail "first run: $BG_END; $BG_STDERR"
-	wait "$second" || fail "second run failed: $(cat second.err)"
-	assert_content t $'first\nsecond\n'
-	assert_no_litter
+	second_waits_for_first
 }
 
 @test "-l: SIGTERM while waiting for the lock: dies by it, command never run" {
