@@ -649,20 +649,50 @@ enter_dir(int atfd, const char *path, char *display)
 }
 
 /*
- * The kernel's protected_symlinks rule: in a sticky world-writable
- * directory, follow only links owned by us or by the directory's owner.
+ * In a sticky directory that others can write to (WRITABLE: the bits that
+ * count), is a file of OWNER someone else's plant?  The kernel's rule for
+ * protected_symlinks and protected_regular: only the caller's own files and
+ * those of the directory's owner are trusted.
  */
-static void
-check_protected_link(const struct stat *link)
+static int
+planted(uid_t owner, mode_t writable)
 {
 	struct stat dir;
 
 	if (fstat(tgt.dirfd, &dir) < 0)
 		fail_errno(tgt.dirpath);
-	if ((dir.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH) &&
-	    link->st_uid != geteuid() && link->st_uid != dir.st_uid)
+	return (dir.st_mode & S_ISVTX) && (dir.st_mode & writable) &&
+	    owner != geteuid() && owner != dir.st_uid;
+}
+
+static void
+check_protected_link(const struct stat *link)
+{
+	if (planted(link->st_uid, S_IWOTH))
 		fail(opt.target, "refusing to follow symbolic link in sticky"
 		    " world-writable directory: %s", strerror(EACCES));
+}
+
+/*
+ * fs.protected_regular: 1 guards sticky world-writable directories, 2 also
+ * group-writable ones.  Where the setting cannot be read, assume 2.
+ */
+static void
+check_protected_regular(void)
+{
+	char level = '2';
+	int fd;
+
+	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
+	    O_CLOEXEC)) >= 0) {
+		if (xread(fd, &level, 1) != 1)
+			level = '2';
+		close(fd);
+	}
+	if (level != '0' && planted(tgt.st.st_uid, level == '1' ? S_IWOTH :
+	    S_IWOTH | S_IWGRP))
+		fail(opt.target, "refusing to write to a file of another user in"
+		    " a sticky directory: %s", strerror(EACCES));
 }
 
 static char *
@@ -780,6 +810,7 @@ open_target(void)
 		fail(opt.target, "not a regular file");
 	tgt.st = st;
 	tgt.regular = 1;
+	check_protected_regular();
 }
 
 static int
@@ -862,7 +893,78 @@ lock_target(void)
 	}
 }
 
-/* The new file's mode, owner and group. */
+/*
+ * POSIX ACLs as the kernel stores them in system.posix_acl_*: a little-endian
+ * header (version 2), then 8-byte entries: tag (16 bits), permissions (16
+ * bits), id (32 bits).
+ */
+#define ACL_USER_OBJ	0x01
+#define ACL_GROUP_OBJ	0x04
+#define ACL_MASK	0x10
+#define ACL_OTHER	0x20
+
+#ifdef HAVE_XATTR
+/*
+ * Give an access ACL the permission bits of MODE, as chmod(2) would, so that
+ * setting it on the temporary file never grants more than the final mode.
+ */
+static void
+acl_apply_mode(unsigned char *acl, ssize_t len, mode_t mode)
+{
+	unsigned char *e, *end = acl + len;
+	unsigned tag;
+	int mask = 0;
+
+	for (e = acl + 4; e + 8 <= end; e += 8)
+		mask |= (e[0] | e[1] << 8) == ACL_MASK;
+	for (e = acl + 4; e + 8 <= end; e += 8) {
+		tag = e[0] | e[1] << 8;
+		if (tag == ACL_USER_OBJ)
+			e[2] = mode >> 6 & 7;
+		else if (tag == ACL_MASK || (tag == ACL_GROUP_OBJ && !mask))
+			e[2] = mode >> 3 & 7;
+		else if (tag == ACL_OTHER)
+			e[2] = mode & 7;
+		else
+			continue;
+		e[3] = 0;
+	}
+}
+
+/* A new file in a directory with a default ACL: open(2) ignores the umask. */
+static void
+default_acl_mode(mode_t *mode)
+{
+	unsigned char acl[4096], *e, *end;
+	unsigned perm[0x21] = { 0 };
+	ssize_t len;
+
+	if ((len = fgetxattr(tgt.dirfd, "system.posix_acl_default", acl,
+	    sizeof acl)) < 12)
+		return;
+	end = acl + len;
+	for (e = acl + 4; e + 8 <= end; e += 8)
+		if ((e[0] | e[1] << 8) <= ACL_OTHER)
+			perm[e[0] | e[1] << 8] = e[2] | 0x100;
+	if (perm[ACL_MASK] != 0)
+		perm[ACL_GROUP_OBJ] = perm[ACL_MASK];
+	*mode = (perm[ACL_USER_OBJ] & 6) << 6 | (perm[ACL_GROUP_OBJ] & 6) << 3 |
+	    (perm[ACL_OTHER] & 6);
+}
+#else
+static void
+default_acl_mode(mode_t *mode)
+{
+	(void)mode;
+}
+#endif
+
+/*
+ * The new file's mode, owner and group.  A new file gets what open(2) would
+ * give it: 0666 less the umask, or less what the directory's default ACL
+ * allows.  As chown(2) does, a change of owner or group drops the set-id
+ * bits, unless -m asks for them.
+ */
 static void
 decide_metadata(void)
 {
@@ -874,12 +976,17 @@ decide_metadata(void)
 		umask(mask);
 	}
 	meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;
-	if (opt.mode != NULL)
-		parse_mode(opt.mode, meta.mode, mask, &meta.mode);
+	if (!tgt.regular)
+		default_acl_mode(&meta.mode);
 	meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
 	    tgt.regular ? tgt.st.st_uid : (uid_t)-1;
 	meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
 	    tgt.regular ? tgt.st.st_gid : (gid_t)-1;
+	if (tgt.regular && (meta.uid != tgt.st.st_uid ||
+	    meta.gid != tgt.st.st_gid))
+		meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	if (opt.mode != NULL)
+		parse_mode(opt.mode, meta.mode, mask, &meta.mode);
 }
 
 /* Step 2: the temporary file. */
@@ -931,7 +1038,7 @@ create_temp(void)
 		block_signals();
 		hidden_name(tmpname, tgt.name, "");
 		fd = openat(tgt.dirfd, tmpname, O_RDWR | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, 0600 & meta.mode);
+		    O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			tmpname[0] = '\0';
 		unblock_signals();
@@ -1203,38 +1310,25 @@ old_xattr(const char *name, char *val, size_t n)
 	return name != NULL ? getxattr(proc, name, val, n) :
 	    listxattr(proc, val, n);
 }
-
-/*
- * Give an access ACL the permission bits of MODE, as chmod(2) would, so that
- * setting it on the temporary file never grants more than the final mode.
- * The value is a little-endian header (version 2), then 8-byte entries:
- * tag (16 bits), permissions (16 bits), id (32 bits).
- */
-static void
-acl_apply_mode(unsigned char *acl, ssize_t len, mode_t mode)
-{
-	unsigned char *e, *end = acl + len;
-	unsigned tag;
-	int mask = 0;
-
-	for (e = acl + 4; e + 8 <= end; e += 8)
-		mask |= (e[0] | e[1] << 8) == 0x10;		/* ACL_MASK */
-	for (e = acl + 4; e + 8 <= end; e += 8) {
-		tag = e[0] | e[1] << 8;
-		if (tag == 0x01)				/* ACL_USER_OBJ */
-			e[2] = mode >> 6 & 7;
-		else if (tag == 0x10 || (tag == 0x04 && !mask))	/* ACL_GROUP_OBJ */
-			e[2] = mode >> 3 & 7;
-		else if (tag == 0x20)				/* ACL_OTHER */
-			e[2] = mode & 7;
-		else
-			continue;
-		e[3] = 0;
-	}
-}
 #endif
 
-/* The POSIX ACL and user.* attributes of the old file. */
+static _Noreturn void
+fail_xattr(const char *name)
+{
+	if (tgt.pathonly && errno == ENOENT)
+		fail(opt.target, "cannot read its attributes: the file is not"
+		    " readable and /proc is not mounted");
+	if (tgt.pathonly && errno == EACCES)
+		fail(opt.target, "cannot keep attribute %s: %s (the file is"
+		    " not readable)", name, strerror(errno));
+	fail(opt.target, "cannot keep attribute %s: %s", name,
+	    strerror(errno));
+}
+
+/*
+ * The POSIX ACL and user.* attributes of the old file, and nothing else: an
+ * ACL the temporary file inherited from the directory's default goes.
+ */
 static void
 copy_xattrs(int to)
 {
@@ -1242,14 +1336,18 @@ copy_xattrs(int to)
 	ssize_t n, len;
 	char *list, *name, *val;
 
+	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
+	    errno != ENODATA && errno != ENOTSUP)
+		fail(opt.target, "cannot remove the inherited ACL: %s",
+		    strerror(errno));
 	if ((n = old_xattr(NULL, NULL, 0)) <= 0) {
 		if (n < 0 && errno != ENOTSUP)
-			fail_errno(opt.target);
+			fail_xattr("list");
 		return;
 	}
 	list = xmalloc(n);
 	if ((n = old_xattr(NULL, list, n)) < 0)
-		fail_errno(opt.target);
+		fail_xattr("list");
 	for (name = list; name < list + n; name += strlen(name) + 1) {
 		if (strncmp(name, "user.", 5) != 0 &&
 		    strcmp(name, "system.posix_acl_access") != 0)
@@ -1257,23 +1355,39 @@ copy_xattrs(int to)
 		if ((len = old_xattr(name, NULL, 0)) < 0) {
 			if (errno == ENODATA)
 				continue;
-			fail(opt.target, "cannot keep attribute %s: %s", name,
-			    strerror(errno));
+			fail_xattr(name);
 		}
 		val = xmalloc(len + 1);
-		if ((len = old_xattr(name, val, len)) >= 0 &&
-		    strcmp(name, "system.posix_acl_access") == 0)
+		if ((len = old_xattr(name, val, len)) < 0)
+			fail_xattr(name);
+		if (strcmp(name, "system.posix_acl_access") == 0)
 			acl_apply_mode((unsigned char *)val, len, meta.mode);
-		if (len < 0 ||
-		    (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP))
-			fail(opt.target, "cannot keep attribute %s: %s", name,
-			    strerror(errno));
+		if (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP)
+			fail_xattr(name);
 		free(val);
 	}
 	free(list);
 #else
 	(void)to;
 #endif
+}
+
+/* The kernel may refuse a bit (set-group-ID outside the group): say so. */
+static void
+set_mode(int fd)
+{
+	struct stat st;
+
+	if (fchmod(fd, meta.mode) < 0)
+		fail(opt.target, "cannot set mode: %s", strerror(errno));
+	if (fstat(fd, &st) < 0)
+		fail_errno(opt.target);
+	if ((st.st_mode & 07777) != meta.mode)
+		fail(opt.target, "cannot set mode %04o: the system made it"
+		    " %04o%s (use -m to choose a mode)", (unsigned)meta.mode,
+		    (unsigned)(st.st_mode & 07777), meta.mode & S_ISGID &&
+		    !(st.st_mode & S_ISGID) ? ", as set-group-ID needs"
+		    " membership of the file's group" : "");
 }
 
 static void
@@ -1291,8 +1405,7 @@ apply_metadata(int fd)
 	}
 	if (tgt.regular)
 		copy_xattrs(fd);
-	if (fchmod(fd, meta.mode) < 0)
-		fail(opt.target, "cannot set mode: %s", strerror(errno));
+	set_mode(fd);
 }
 
 /*

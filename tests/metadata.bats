@@ -204,15 +204,89 @@ replace()
 	assert_no_litter
 }
 
-@test "-o keeps set-id bits: owner is set before the mode (root)" {
+@test "-o or -g that change the owner or group drop the set-id bits, as chown does (root)" {
+	require_root
+	for f in u g both same; do
+		echo old > "$f"
+		chown nobody:nogroup "$f"
+		chmod 6755 "$f"
+	done
+	replace u new -o root
+	assert_status 0
+	assert_owner u 0 65534
+	assert_mode u 755
+	replace g new -g root
+	assert_status 0
+	assert_owner g 65534 0
+	assert_mode g 755
+	replace both new -o root -g root
+	assert_status 0
+	assert_mode both 755
+	# The same owner and group as before: nothing changes hands.
+	replace same new -o nobody -g nogroup
+	assert_status 0
+	assert_mode same 6755
+	assert_no_litter
+}
+
+@test "-m asks for set-id bits explicitly with -o and -g (root)" {
 	require_root
 	echo old > t
+	chown nobody:nogroup t
 	chmod 6755 t
-	replace t new -o nobody -g nogroup
+	replace t new -o root -g root -m 6755
 	assert_status 0
-	assert_owner t 65534 65534
+	assert_owner t 0 0
 	assert_mode t 6755
+	echo old > s
+	chown nobody:nogroup s
+	chmod 4755 s
+	replace s new -o root -m u+s
+	assert_status 0
+	assert_mode s 4755
+	replace s newer -o nobody -m u+x
+	assert_status 0
+	assert_mode s 755
 	assert_no_litter
+}
+
+@test "a user's setuid file given to root with -o does not become setuid root (root)" {
+	unpriv_setup
+	echo old > t
+	chown nobody:nogroup t
+	unpriv chmod 4755 t
+	replace t new -o root
+	assert_status 0
+	assert_owner t 0 65534
+	assert_mode t 755
+	assert_content t new
+}
+
+@test "a set-group-ID bit the kernel drops is a failure, not a silent change" {
+	require_nobody
+	mkdir d
+	chown nobody:daemon d
+	chmod 2775 d
+	echo old > d/t
+	chown nobody:daemon d/t
+	chmod 2750 d/t
+	snapshot d/t
+	run --separate-stderr as_nobody "$PONYWRITE" d/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: d/t: cannot set mode 2750: the system made it 0750, as set-group-ID needs membership of the file's group (use -m to choose a mode)"
+	assert_untouched d/t
+	assert_no_litter d
+	# The same with -m asking for it on a new file.
+	run --separate-stderr as_nobody "$PONYWRITE" -m 2755 d/new < <(echo new)
+	assert_status 1
+	assert_stderr_has "cannot set mode 2755: the system made it 0755"
+	[ ! -e d/new ] || fail "d/new created"
+	assert_no_litter d
+	# -m without the bit works.
+	run --separate-stderr as_nobody "$PONYWRITE" -m 0750 d/t < <(echo new)
+	assert_status 0
+	assert_mode d/t 750
+	assert_content d/t $'new\n'
 }
 
 @test "unknown -o or -g: exit 2, nothing changed" {
@@ -378,4 +452,99 @@ meta_trace()
 	[ "$PW_STATUS" -eq 0 ] || fail "status $PW_STATUS: $PW_STDERR"
 	assert_mode t 644
 	assert_content t $'secret more\n'
+}
+
+# default_acl_dir DIR: a directory whose default ACL gives nobody rw.
+default_acl_dir()
+{
+	require_cmd setfacl getfacl
+	mkdir "$1"
+	setfacl -d -m u:65534:rw "$1" 2>/dev/null || skip "no ACL support here"
+}
+
+@test "a directory's default ACL does not leak onto a replaced file" {
+	default_acl_dir d
+	for m in 0640 0660 0600; do
+		echo old > "d/t$m"
+		setfacl -b "d/t$m"
+		chmod "$m" "d/t$m"
+		replace "d/t$m" new
+		assert_status 0
+		assert_quiet
+		acl=$(getfacl -cn "d/t$m")
+		[[ $acl != *user:65534* ]] || fail "d/t$m got the default ACL: $acl"
+		assert_mode "d/t$m" "$m"
+		assert_content "d/t$m" new
+	done
+	# A file with an ACL of its own keeps exactly that one.
+	echo old > d/acl
+	setfacl -b -m u:12345:r d/acl
+	chmod 0640 d/acl
+	before=$(getfacl -cn d/acl)
+	replace d/acl new
+	assert_status 0
+	[ "$(getfacl -cn d/acl)" = "$before" ] || fail "ACL changed: $(getfacl -cn d/acl)"
+	assert_no_litter d
+}
+
+@test "a directory's default ACL: nobody cannot read a replaced 0640 file (root)" {
+	require_nobody
+	default_acl_dir d
+	chmod 0755 d
+	echo secret > d/t
+	setfacl -b d/t
+	chmod 0640 d/t
+	replace d/t newsecret
+	assert_status 0
+	run as_nobody cat d/t
+	[ "$status" -ne 0 ] || fail "nobody could read d/t: $output"
+}
+
+@test "a new file gets the directory's default ACL, as open(2) gives it" {
+	default_acl_dir d
+	setfacl -d -m o::-,g::r d
+	replace d/new x
+	assert_status 0
+	touch d/ref
+	[ "$(getfacl -cn d/new)" = "$(getfacl -cn d/ref)" ] ||
+	    fail "differs from open(2):
+$(getfacl -cn d/new)
+open(2):
+$(getfacl -cn d/ref)"
+	[ "$(stat -c %a d/new)" = "$(stat -c %a d/ref)" ] || fail "mode differs"
+	assert_no_litter d
+}
+
+@test "the owner can replace a read-only file with user.* attributes" {
+	require_cmd setfattr getfattr
+	echo old > t
+	unpriv_setup
+	unpriv setfattr -n user.note -v kept t 2>/dev/null ||
+	    skip "no user xattr support here"
+	unpriv chmod 0444 t
+	run --separate-stderr unpriv "$PONYWRITE" t < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_mode t 444
+	assert_content t $'new\n'
+	[ "$(getfattr --only-values -n user.note t)" = kept ] || fail "user.note lost"
+	assert_no_litter
+}
+
+@test "a write-only file's user.* attributes cannot be read: exit 1, says why, untouched" {
+	require_cmd setfattr
+	echo old > t
+	unpriv_setup
+	unpriv setfattr -n user.note -v kept t 2>/dev/null ||
+	    skip "no user xattr support here"
+	unpriv chmod 0200 t
+	snapshot t
+	run --separate-stderr unpriv "$PONYWRITE" t < <(echo new)
+	if [ "$(id -u)" -eq 0 ] && [ "$status" -eq 0 ]; then
+		fail "replaced without its attribute"
+	fi
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot keep attribute user.note: Permission denied (the file is not readable)"
+	assert_untouched t
+	assert_no_litter
 }

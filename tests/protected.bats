@@ -1,0 +1,115 @@
+#!/usr/bin/env bats
+# Sticky directories like /tmp: the kernel's protected_regular rule, which
+# ponywrite applies itself because it never opens the old file with O_CREAT.
+
+load helpers
+
+setup()
+{
+	pw_setup
+	PW_PROTECTED=
+}
+
+teardown()
+{
+	if [ -n "$PW_PROTECTED" ]; then
+		sysctl -q -w fs.protected_regular="$PW_PROTECTED"
+	fi
+	pw_teardown
+}
+
+# protected_regular LEVEL: set the sysctl for this test (root).
+protected_regular()
+{
+	require_nobody
+	[ -w /proc/sys/fs/protected_regular ] ||
+	    skip "cannot set fs.protected_regular"
+	PW_PROTECTED=$(cat /proc/sys/fs/protected_regular)
+	sysctl -q -w fs.protected_regular="$1"
+}
+
+# A root-owned sticky directory with MODE, and in it a 0666 file planted by
+# nobody.
+plant()
+{
+	mkdir -m "$1" s
+	echo planted > s/prx
+	chown nobody:nogroup s/prx
+	chmod 0666 s/prx
+}
+
+@test "protected_regular=2: root refuses another user's file in a sticky world-writable dir" {
+	protected_regular 2
+	plant 1777
+	snapshot s/prx
+	run bash -c 'echo secret > s/prx'
+	[ "$status" -ne 0 ] || fail "the kernel let root write: this test proves nothing"
+	run --separate-stderr "$PONYWRITE" s/prx < <(echo secret)
+	assert_status 1
+	assert_stderr "ponywrite: s/prx: refusing to write to a file of another user in a sticky directory: Permission denied"
+	assert_untouched s/prx
+	assert_no_litter
+	# Through a link outside the directory too, and with -a, -l, -C.
+	ln -s s/prx link
+	for o in "" -a -l -C; do
+		run --separate-stderr "$PONYWRITE" $o link < <(echo secret)
+		assert_status 1
+		assert_stderr_has "refusing to write to a file of another user"
+	done
+	assert_untouched s/prx
+	assert_no_litter
+}
+
+@test "protected_regular: a second user is refused too; the owner and the dir owner's files are not" {
+	protected_regular 2
+	plant 1777
+	snapshot s/prx
+	run --separate-stderr setpriv --reuid=daemon --regid=daemon --clear-groups \
+	    "$PONYWRITE" s/prx < <(echo secret)
+	assert_status 1
+	assert_stderr_has "refusing to write to a file of another user in a sticky directory"
+	assert_untouched s/prx
+	# The file's owner may.
+	run --separate-stderr as_nobody "$PONYWRITE" s/prx < <(echo mine)
+	assert_status 0
+	assert_quiet
+	assert_content s/prx $'mine\n'
+	# A file of the directory's owner (root) may be replaced by root.
+	echo old > s/rootfile
+	chmod 0666 s/rootfile
+	run --separate-stderr "$PONYWRITE" s/rootfile < <(echo new)
+	assert_status 0
+	assert_content s/rootfile $'new\n'
+	# A new file is no one's plant.
+	run --separate-stderr setpriv --reuid=daemon --regid=daemon --clear-groups \
+	    "$PONYWRITE" s/fresh < <(echo new)
+	assert_status 0
+	assert_owner s/fresh 1 1
+	assert_no_litter
+}
+
+@test "protected_regular follows the sysctl: 0 off, 1 world-writable only, 2 group-writable too" {
+	protected_regular 1
+	mkdir -m 1777 w
+	mkdir -m 1770 g
+	for d in w g; do
+		echo planted > $d/f
+		chown nobody:nogroup $d/f
+		chmod 0666 $d/f
+	done
+	run --separate-stderr "$PONYWRITE" w/f < <(echo x)
+	assert_status 1
+	run --separate-stderr "$PONYWRITE" g/f < <(echo x)
+	assert_status 0
+	assert_content g/f $'x\n'
+	sysctl -q -w fs.protected_regular=2
+	chown nobody:nogroup g/f
+	run --separate-stderr "$PONYWRITE" g/f < <(echo y)
+	assert_status 1
+	assert_content g/f $'x\n'
+	sysctl -q -w fs.protected_regular=0
+	run --separate-stderr "$PONYWRITE" w/f < <(echo z)
+	assert_status 0
+	assert_content w/f $'z\n'
+	assert_no_litter
+}
