@@ -106,9 +106,10 @@ static volatile pid_t child;
 static volatile sig_atomic_t caught;
 static sigset_t fatalsigs, origmask;
 static int failstatus = 1;		/* 125 in command mode */
-static int stdin_closed;		/* it is /dev/null now, not an input */
+static int stdin_closed;		/* it holds a placeholder, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
-static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz;
+static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
+    origchld;
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 
@@ -527,11 +528,40 @@ die_by(int sig)
 	_exit(128 + sig);
 }
 
-static void
-on_signal(int sig)
+/*
+ * Our own write to a closed pipe (a message to a stderr nobody reads) is not
+ * a reason to stop: the write fails with EPIPE and the run goes on.
+ */
+static int
+own_sigpipe(int sig, const siginfo_t *si)
 {
-	if (child > 0 && sig != SIGPIPE) {
-		kill(child, sig);
+	return sig == SIGPIPE && si->si_code == SI_USER && si->si_pid == getpid();
+}
+
+/*
+ * While the command runs, a signal is passed on to it, unless the terminal
+ * sent it to the whole process group, the command included.
+ */
+static int
+sent_to_group(const siginfo_t *si)
+{
+#ifdef SI_KERNEL
+	return si->si_code == SI_KERNEL;
+#else
+	(void)si;
+	return 0;
+#endif
+}
+
+static void
+on_signal(int sig, siginfo_t *si, void *ctx)
+{
+	(void)ctx;
+	if (own_sigpipe(sig, si))
+		return;
+	if (child > 0) {
+		if (!sent_to_group(si))
+			kill(child, sig);
 		caught = sig;
 		return;
 	}
@@ -545,8 +575,8 @@ setup_signals(void)
 	size_t i;
 
 	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sa.sa_flags = SA_RESTART;
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
 	sigemptyset(&fatalsigs);
 	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
 		sigaddset(&fatalsigs, fatal[i]);
@@ -558,8 +588,12 @@ setup_signals(void)
 			sigaction(fatal[i], &origact[i], NULL);
 	}
 	/* Past RLIMIT_FSIZE, fail with EFBIG and clean up instead of dying. */
+	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGXFSZ, &sa, &origxfsz);
+	/* An ignored SIGCHLD (inherited across exec) would make waiting fail. */
+	sa.sa_handler = SIG_DFL;
+	sigaction(SIGCHLD, &sa, &origchld);
 }
 
 static void
@@ -574,7 +608,11 @@ unblock_signals(void)
 	sigprocmask(SIG_SETMASK, &origmask, NULL);
 }
 
-/* A descriptor 0-2 that is closed would be reused for our own files. */
+/*
+ * A descriptor 0-2 that is closed would be reused for our own files: hold
+ * its place with one that cannot be read or written, closed again on exec
+ * so that a command sees what it would see if run directly.
+ */
 static void
 open_std_fds(void)
 {
@@ -582,8 +620,8 @@ open_std_fds(void)
 
 	for (fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0) {
-			if (open("/dev/null", O_RDWR) != fd)
-				abort();
+			if (open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) != fd)
+				_exit(2);
 			if (fd == STDIN_FILENO)
 				stdin_closed = 1;
 		}
@@ -1199,9 +1237,9 @@ exec_command(int out)
 	for (i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
 		sigaction(fatal[i], &origact[i], NULL);
 	sigaction(SIGXFSZ, &origxfsz, NULL);
+	sigaction(SIGCHLD, &origchld, NULL);
 	sigprocmask(SIG_SETMASK, &origmask, NULL);
-	if (out == STDOUT_FILENO ? fcntl(out, F_SETFD, 0) < 0 :
-	    dup2(out, STDOUT_FILENO) < 0)
+	if (dup2(out, STDOUT_FILENO) < 0)
 		_exit(125);
 	execvp(opt.command[0], opt.command);
 	e = errno;
@@ -1209,22 +1247,12 @@ exec_command(int out)
 	_exit(e == ENOENT ? 127 : 126);
 }
 
-/* Command mode: run the command with its output in the temporary file. */
 static void
-run_command(int out)
+wait_command(pid_t pid)
 {
 	siginfo_t info;
-	pid_t pid;
 	int status, sig;
 
-	block_signals();
-	if ((pid = fork()) < 0)
-		fail(opt.target, "cannot run %s: %s", opt.command[0],
-		    strerror(errno));
-	if (pid == 0)
-		exec_command(out);
-	child = pid;
-	unblock_signals();
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
@@ -1245,19 +1273,44 @@ run_command(int out)
 	    WEXITSTATUS(status));
 }
 
+/*
+ * Command mode: the command writes into a pipe that is copied into the
+ * temporary file until every writer has closed it, as $(command) reads:
+ * a background process of the command cannot write into the file after
+ * it is committed.
+ */
+static off_t
+run_command(int out)
+{
+	off_t size;
+	pid_t pid;
+	int p[2];
+
+	block_signals();
+	if (pipe(p) < 0 || fcntl(p[0], F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(p[1], F_SETFD, FD_CLOEXEC) < 0 || (pid = fork()) < 0)
+		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		    strerror(errno));
+	if (pid == 0)
+		exec_command(p[1]);
+	close(p[1]);
+	child = pid;
+	unblock_signals();
+	size = copy_fd(p[0], out, opt.command[0]);
+	close(p[0]);
+	wait_command(pid);
+	return size;
+}
+
 static off_t
 fill_temp(int fd)
 {
 	off_t old = opt.append ? copy_old(fd) : 0, added;
-	struct stat st;
 	int in;
 
-	if (opt.command != NULL) {
-		run_command(fd);
-		if (fstat(fd, &st) < 0)
-			fail_errno(opt.target);
-		added = st.st_size - old;
-	} else {
+	if (opt.command != NULL)
+		added = run_command(fd);
+	else {
 		in = open_input();
 		added = copy_fd(in, fd, input_name());
 		if (in != STDIN_FILENO)

@@ -40,17 +40,15 @@ load features_helpers
 	assert_no_litter
 }
 
-@test "the command writes into a temporary file in the target's directory" {
+@test "the command writes into a pipe, copied into a temporary file in the target's directory" {
 	mkdir sub
 	echo old > sub/t
 	run --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR" \
-	    "$PONYWRITE" sub/t sh -c 'readlink /proc/$$/fd/1'
+	    "$PONYWRITE" sub/t sh -c 'readlink /proc/$$/fd/1; readlink /proc/$PPID/fd/*'
 	assert_status 0
 	real=$(cd sub && pwd -P)
-	case $(cat sub/t) in
-	"$real"/.t.*) ;;
-	*) fail "command's stdout was $(cat sub/t), not a .t.* file in $real" ;;
-	esac
+	[[ $(head -1 sub/t) == pipe:* ]] || fail "command's stdout was $(head -1 sub/t), not a pipe"
+	grep -q "^$real/\.t\." sub/t || fail "no temporary file in $real: $(cat sub/t)"
 	assert_no_litter
 }
 
@@ -396,5 +394,87 @@ forwarded()
 	assert_quiet
 	[ "$(stat -c %s big)" -eq 5000000 ] || fail "big has $(stat -c %s big) bytes"
 	[ "$(tr -d a < big | wc -c)" -eq 0 ] || fail "big holds something else"
+	assert_no_litter
+}
+
+@test "command mode works with SIGCHLD ignored on entry, and passes the status on" {
+	echo old > t
+	run --separate-stderr env --ignore-signal=CHLD "$PONYWRITE" t echo new
+	assert_status 0
+	assert_quiet
+	assert_content t $'new\n'
+	snapshot t
+	run --separate-stderr env --ignore-signal=CHLD "$PONYWRITE" t sh -c 'echo x; exit 7'
+	assert_status 7
+	assert_stderr "ponywrite: t: not replaced: sh exited with status 7"
+	assert_untouched t
+	# The command itself still sees SIGCHLD ignored, as if run directly.
+	run --separate-stderr env --ignore-signal=CHLD "$PONYWRITE" t \
+	    grep SigIgn /proc/self/status
+	assert_status 0
+	ign=$(awk '{print $2}' t)
+	(( (16#$ign >> 16) & 1 )) || fail "SIGCHLD not ignored in the command: $ign"
+	assert_no_litter
+}
+
+@test "a background process of the command cannot write into the committed target" {
+	echo old > t
+	run --separate-stderr "$PONYWRITE" t sh -c 'echo main; (sleep 1; echo late) & exit 0'
+	assert_status 0
+	assert_content t $'main\nlate\n'
+	sleep 1.2
+	assert_content t $'main\nlate\n'
+	assert_no_litter
+}
+
+@test "closed stdin and stderr are closed for the command too" {
+	echo old > t
+	"$PONYWRITE" t sh -c 'for fd in 0 2; do
+		if [ -e /proc/$$/fd/$fd ]; then echo "$fd open"; else echo "$fd closed"; fi
+	done' <&- 2>&-
+	assert_content t $'0 closed\n2 closed\n'
+	assert_no_litter
+}
+
+@test "SIGPIPE while the command runs is passed on; ponywrite waits for it, then dies by it" {
+	echo old > t
+	snapshot t
+	spawn t sh -c "
+		trap 'echo PIPE > marker; exit 7' PIPE
+		touch ready
+		while :; do sleep 0.02; done"
+	pid=$(spawned_pid)
+	wait_for ready
+	kill -PIPE "$pid"
+	reap
+	[ "$BG_END" = "signal 13" ] || fail "ponywrite ended with $BG_END; stderr: $BG_STDERR"
+	[ "$(cat marker)" = PIPE ] || fail "the command did not get SIGPIPE"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "Ctrl-C from the terminal reaches the command once, not twice" {
+	require_cmd python3
+	echo old > t
+	snapshot t
+	# The command counts the SIGINTs it is handed, one by one.
+	cat > cmd <<'CMD'
+import os, signal, time
+r, w = os.pipe()
+os.set_blocking(w, False)
+os.set_blocking(r, False)
+signal.signal(signal.SIGINT, lambda *a: None)
+signal.set_wakeup_fd(w)
+open("ready", "w").close()
+time.sleep(1)
+try:
+    n = len(os.read(r, 100))
+except BlockingIOError:
+    n = 0
+open("count", "w").write("int %d" % n)
+CMD
+	run python3 "$BATS_TEST_DIRNAME/pty-run" "$PONYWRITE" t python3 cmd
+	[ "$(cat count)" = "int 1" ] || fail "the command got: $(cat count); $output"
+	assert_untouched t
 	assert_no_litter
 }

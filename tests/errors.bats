@@ -485,3 +485,45 @@ occurrence()
 		EOF
 	done
 }
+
+# closed_pipe_run FD CMD...: run CMD with descriptor FD (1 or 2) a pipe whose
+# reading end is already closed; prints the status.
+closed_pipe_run()
+{
+	python3 - "$@" <<'PY'
+import os, subprocess, sys
+fd = int(sys.argv[1])
+r, w = os.pipe()
+os.close(r)
+kw = {"stdout": w} if fd == 1 else {"stderr": w}
+p = subprocess.run(sys.argv[2:], stdin=open("in"), **kw)
+print(p.returncode)
+PY
+}
+
+@test "-v with a stderr nobody reads: the replace still exits 0, not 141" {
+	require_cmd python3
+	echo old > t
+	echo new > in
+	run closed_pipe_run 2 "$PONYWRITE" -v t
+	[ "$output" = 0 ] || fail "status $output"
+	assert_content t $'new\n'
+	assert_no_litter
+}
+
+@test "--help and --version to a closed stdout: exit 1 with a message" {
+	for o in --help --version; do
+		run --separate-stderr sh -c 'exec "$0" "$1" >&-' "$PONYWRITE" "$o"
+		assert_status 1
+		assert_stderr "ponywrite: stdout: Bad file descriptor"
+	done
+}
+
+@test "--help and --version without /dev/null and a closed stdout: no abort (root)" {
+	require_root
+	require_cmd unshare
+	run --separate-stderr unshare -m sh -c \
+	    'mount -t tmpfs none /dev && exec "$0" --version >&-' "$PONYWRITE"
+	assert_status 1
+	assert_stderr "ponywrite: stdout: Bad file descriptor"
+}
