@@ -1533,10 +1533,18 @@ commit(int fd)
 	return status;
 }
 
+/*
+ * -C found nothing to change, but the old content may never have reached the
+ * disk (written with --no-sync, or by a program that did not flush): exit 0
+ * promises that it has.
+ */
 static int
 finish_unchanged(void)
 {
 	remove_litter();
+	if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))
+		fail(opt.target, "unchanged, but cannot flush it to disk: %s",
+		    strerror(errno));
 	if (opt.verbose)
 		warnx(opt.target, "unchanged");
 	return 0;

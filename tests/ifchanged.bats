@@ -243,15 +243,31 @@ flip_byte()
 	assert_no_litter
 }
 
-@test "-C, unchanged: no flush, no rename" {
+@test "-C, unchanged: the old file and its directory are flushed, nothing renamed" {
 	require_cmd strace
 	old_target t $'same\n'
 	snapshot t
 	trace_syncs -C t < <(printf 'same\n')
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_untouched t
-	n=$(count_in_trace '^(fsync|fdatasync|sync|syncfs|sync_file_range|rename|renameat|renameat2)\(')
-	[ "$n" -eq 0 ] || fail "unchanged, yet: $TRACE"
+	[ "$(trace_events)" = "flush:t flush-dir" ] || fail "trace: $(trace_events)"
+	# --no-sync: no flush at all.
+	trace_syncs -C --no-sync t < <(printf 'same\n')
+	[ "$status" -eq 0 ] || fail "status $status: $stderr"
+	[ -z "$(trace_events)" ] || fail "--no-sync flushed: $(trace_events)"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "-C, unchanged, but the flush fails: exit 1, message, untouched" {
+	require_cmd strace
+	old_target t $'same\n'
+	snapshot t
+	run --separate-stderr strace -qq -o /dev/null -e inject=fsync:error=EIO \
+	    "$PONYWRITE" -C t < <(printf 'same\n')
+	assert_status 1
+	assert_stderr "ponywrite: t: unchanged, but cannot flush it to disk: $E_EIO"
+	assert_untouched t
 	assert_no_litter
 }
 
