@@ -1470,6 +1470,7 @@ static void
 link_backup(void)
 {
 	struct stat st;
+	int tries;
 
 	if (!opt.backup || !tgt.exists)
 		return;
@@ -1486,15 +1487,21 @@ link_backup(void)
 			return;		/* it already is the old file */
 	}
 	hidden_name(bakname, tgt.name, opt.suffix);
-	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0) {
-		bakname[0] = '\0';
-		fail(opt.target, "cannot make backup: %s", strerror(errno));
-	}
+	/* ENOENT: another run replaced the target; back up what is there now. */
+	for (tries = 0; linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0;
+	    tries++)
+		if (errno != ENOENT || tries == 100) {
+			bakname[0] = '\0';
+			fail(opt.target, "cannot make backup: %s",
+			    strerror(errno));
+		}
 }
 
 static int
 rename_backup(void)
 {
+	struct stat st;
+
 	if (bakname[0] == '\0')
 		return 0;
 	if (renameat(tgt.dirfd, bakname, tgt.dirfd, bakfinal) < 0) {
@@ -1504,6 +1511,9 @@ rename_backup(void)
 		bakname[0] = '\0';
 		return -1;
 	}
+	/* Already another name of the same file: rename(2) did nothing. */
+	if (fstatat(tgt.dirfd, bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		unlinkat(tgt.dirfd, bakname, 0);
 	bakname[0] = '\0';
 	return 0;
 }

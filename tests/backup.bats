@@ -297,3 +297,21 @@ load features_helpers
 	assert_content 't~' $'79\n'
 	assert_no_litter
 }
+
+@test "concurrent -b runs leave no hidden backup links and all succeed" {
+	echo v0 > f
+	for round in $(seq 30); do
+		pids=()
+		for w in a b; do
+			echo "$round$w" | "$PONYWRITE" -b f 2>>errors &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do
+			wait "$p" || fail "a run failed: $(cat errors)"
+		done
+	done
+	[ ! -s errors ] || fail "messages: $(cat errors)"
+	assert_regular f
+	assert_regular f~
+	assert_no_litter
+}
