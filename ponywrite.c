@@ -65,6 +65,7 @@
 #define RANDOM_LEN	12		/* random characters in a temporary name */
 #define BUFSIZE		(128 * 1024)
 #define CHUNK		(1 << 30)	/* bytes asked of splice/copy_file_range */
+#define MAX_OFF		((off_t)1 << 62)
 
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
@@ -260,6 +261,24 @@ xwrite(int fd, const char *p, size_t n)
 		}
 		p += w;
 		n -= w;
+	}
+	return 0;
+}
+
+static int
+xpwrite(int fd, const char *p, size_t n, off_t off)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		if ((w = pwrite(fd, p, n, off)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= w;
+		off += w;
 	}
 	return 0;
 }
@@ -1106,60 +1125,117 @@ dest_error(int e)
 	return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EROFS;
 }
 
-/*
- * Copy in the kernel: splice from a pipe, copy_file_range from a regular
- * file (a reflink on XFS and btrfs).  Returns -1 when read(2) must go on;
- * other errors of copy_file_range also go on with read(2), which tells
- * whether the source or the destination failed.
- */
-static int
-copy_in_kernel(int in, int out, const struct stat *st, off_t *total)
+/* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
+static off_t
+copy_pread(int in, off_t from, int out, off_t to, off_t len,
+    const char *inname)
 {
+	off_t done = 0;
+	ssize_t n = 0;
+
+	while (done < len && (n = xpread(in, buf, len - done < BUFSIZE ?
+	    len - done : BUFSIZE, from + done)) > 0) {
+		if (xpwrite(out, buf, n, to + done) < 0)
+			fail_errno(opt.target);
+		done += n;
+	}
+	if (n < 0)
+		fail_errno(inname);
+	return done;
+}
+
+/*
+ * The same, with copy_file_range (a reflink on XFS and btrfs) where the
+ * kernel can; pread and pwrite then tell whether the source or the
+ * destination failed.  Returns the bytes copied, fewer if IN ended early.
+ */
+static off_t
+copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
+{
+	off_t done = 0;
+#ifdef HAVE_COPY_FILE_RANGE
 	ssize_t n;
 
-	for (;;) {
-#ifdef HAVE_COPY_FILE_RANGE
-		if (S_ISREG(st->st_mode) && st->st_size > 0)
-			n = copy_file_range(in, NULL, out, NULL, CHUNK, 0);
-		else
+	while (done < len && ((n = copy_file_range(in, &from, out, &to,
+	    len - done < CHUNK ? len - done : CHUNK, 0)) > 0 ||
+	    (n < 0 && errno == EINTR)))
+		done += n > 0 ? n : 0;
+	if (done < len && n < 0 && dest_error(errno))
+		fail_errno(opt.target);
+	if (done < len && n == 0)
+		return done;
 #endif
-#ifdef HAVE_SPLICE
-		if (S_ISFIFO(st->st_mode))
-			n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE);
-		else
-#endif
-			return -1;
-		if (n == 0)
-			return 0;
-		if (n > 0)
-			*total += n;
-		else if (dest_error(errno) ||
-		    (errno == EIO && S_ISFIFO(st->st_mode)))
-			fail_errno(opt.target);
-		else if (errno != EINTR)
-			return -1;
+	return done + copy_pread(in, from, out, to, len - done, inname);
+}
+
+/*
+ * A regular file, from its offset on: the data is copied, the holes stay
+ * holes (SEEK_DATA), and what was appended while copying is copied too.
+ * OUT is left positioned after it.
+ */
+static off_t
+copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
+    const char *inname)
+{
+	off_t data, hole, end = st->st_size > start ? st->st_size : start, n;
+
+	for (hole = start; hole < end; hole = data + n) {
+		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
+			if (errno == ENXIO)		/* a hole to the end */
+				break;
+			data = hole;			/* no SEEK_DATA here */
+		}
+		if (data >= end)
+			break;
+		if ((hole = lseek(in, data, SEEK_HOLE)) < 0 || hole > end)
+			hole = end;
+		n = copy_span(in, data, out, base + data - start, hole - data,
+		    inname);
+		if (n < hole - data) {			/* it shrank */
+			end = data + n;
+			break;
+		}
 	}
+	/* Appended meanwhile, or more than st_size said (sysfs): no EFBIG at the limit. */
+	end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);
+	if (ftruncate(out, base + end - start) < 0 ||
+	    lseek(out, base + end - start, SEEK_SET) < 0)
+		fail_errno(opt.target);
+	lseek(in, end, SEEK_SET);
+	return end - start;
 }
 
 static off_t
 copy_fd(int in, int out, const char *inname)
 {
 	struct stat st;
-	off_t total;
+	off_t total = 0, start;
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
 		fail_errno(inname);
 	if (S_ISDIR(st.st_mode))
 		fail(inname, "%s", strerror(EISDIR));
-	total = 0;
+	/* st_size 0 may be a file of /proc: read(2) it. */
+	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
+		return copy_regular(in, start, &st, out, lseek(out, 0,
+		    SEEK_CUR), inname);
+#ifdef HAVE_SPLICE
+	if (S_ISFIFO(st.st_mode)) {
 #ifdef F_SETPIPE_SZ
-	/* A larger pipe means fewer, larger splices; failing is harmless. */
-	if (S_ISFIFO(st.st_mode))
+		/* A larger pipe means fewer, larger splices; failing is harmless. */
 		fcntl(in, F_SETPIPE_SZ, 1 << 20);
 #endif
-	if (copy_in_kernel(in, out, &st, &total) == 0)
-		return total;
+		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
+		    (n < 0 && errno == EINTR))
+			total += n > 0 ? n : 0;
+		if (n == 0)
+			return total;
+		if (dest_error(errno) || errno == EIO)
+			fail_errno(opt.target);
+	}
+#endif
 	while ((n = xread(in, buf, sizeof buf)) > 0) {
 		if (xwrite(out, buf, n) < 0)
 			fail_errno(opt.target);
@@ -1187,34 +1263,12 @@ open_input(void)
 	return fd;
 }
 
-/* -a: the old content, copied in the kernel where it can be. */
+/* -a: the old content, holes kept, copied in the kernel where it can be. */
 static off_t
 copy_old(int out)
 {
-	off_t off = 0;
-	ssize_t n;
-
-	if (!tgt.regular)
-		return 0;
-#ifdef HAVE_COPY_FILE_RANGE
-	while (off < tgt.st.st_size) {
-		n = copy_file_range(tgt.fd, &off, out, NULL, CHUNK, 0);
-		if (n == 0 || (n < 0 && errno != EINTR))
-			break;
-	}
-	if (off >= tgt.st.st_size)
-		return off;
-	if (n < 0 && dest_error(errno))
-		fail_errno(opt.target);
-#endif
-	while ((n = xpread(tgt.fd, buf, sizeof buf, off)) > 0) {
-		if (xwrite(out, buf, n) < 0)
-			fail_errno(opt.target);
-		off += n;
-	}
-	if (n < 0)
-		fail_errno(opt.target);
-	return off;
+	return tgt.regular ? copy_regular(tgt.fd, 0, &tgt.st, out, 0,
+	    opt.target) : 0;
 }
 
 static void

@@ -466,10 +466,10 @@ occurrence()
 		snapshot t
 		while read -r err text; do
 			extra=()
-			# ponywrite falls back to read/write after copy_file_range
+			# ponywrite falls back to pread/pwrite after copy_file_range
 			# fails with EIO (it may be the source's); fail that too.
 			if [ "$sc" = copy_file_range ] && [ "$err" = EIO ]; then
-				extra=(-e inject=write:error=EIO:when=1)
+				extra=(-e inject=pwrite64:error=EIO:when=1)
 			fi
 			run --separate-stderr inject "$how" -o /dev/null \
 			    -e inject="$sc":error="$err":when=1 "${extra[@]}"
@@ -526,4 +526,67 @@ PY
 	    'mount -t tmpfs none /dev && exec "$0" --version >&-' "$PONYWRITE"
 	assert_status 1
 	assert_stderr "ponywrite: stdout: Bad file descriptor"
+}
+
+@test "a sparse input file stays sparse: a 2 GiB hole fits a 64 MiB file system (root)" {
+	mount_ext4 m 64
+	truncate -s 2G sparse
+	printf head | dd of=sparse conv=notrunc status=none
+	printf tail | dd of=sparse bs=1 seek=$((2 * 1024 * 1024 * 1024 - 4)) conv=notrunc status=none
+	echo old > m/t
+	run --separate-stderr "$PONYWRITE" -i sparse m/t
+	assert_status 0
+	assert_quiet
+	[ "$(stat -c %s m/t)" -eq $((2 * 1024 * 1024 * 1024)) ] || fail "size $(stat -c %s m/t)"
+	cmp sparse m/t || fail "content differs"
+	[ "$(stat -c %b m/t)" -lt 1024 ] || fail "holes filled: $(stat -c %b m/t) blocks"
+	# From standard input too, and a trailing hole.
+	truncate -s 1G sparse2
+	printf x > sparse2.tmp && dd if=sparse2.tmp of=sparse2 conv=notrunc status=none
+	run --separate-stderr "$PONYWRITE" m/t2 < sparse2
+	assert_status 0
+	cmp sparse2 m/t2 || fail "content differs"
+	[ "$(stat -c %b m/t2)" -lt 1024 ] || fail "holes filled: $(stat -c %b m/t2) blocks"
+	assert_no_litter m lost+found
+}
+
+@test "standard input that is a file read from its current offset, as cat does" {
+	printf 'first\nrest\n' > in
+	echo old > t
+	run --separate-stderr bash -c '{ read -r line; "$0" t; } < in' "$PONYWRITE"
+	assert_status 0
+	assert_content t $'rest\n'
+	assert_no_litter
+}
+
+@test "ulimit -f: an input of exactly the limit fits, from a file and a pipe; one byte over fails" {
+	head -c 10240 /dev/zero | tr '\0' x > exact
+	head -c 10241 /dev/zero | tr '\0' x > over
+	echo old > t
+	run --separate-stderr bash -c 'ulimit -f 10; "$0" -i exact t' "$PONYWRITE"
+	assert_status 0
+	cmp exact t || fail "content differs"
+	run --separate-stderr bash -c 'ulimit -f 10; "$0" t < exact' "$PONYWRITE"
+	assert_status 0
+	run --separate-stderr bash -c 'ulimit -f 10; cat exact | "$0" t' "$PONYWRITE"
+	assert_status 0
+	cmp exact t || fail "content differs"
+	snapshot t
+	run --separate-stderr bash -c 'ulimit -f 10; "$0" -i over t' "$PONYWRITE"
+	assert_status 1
+	assert_stderr "ponywrite: t: File too large"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "ulimit -f: a short write is continued, never taken as complete" {
+	echo old > t
+	# /proc/self/status reads as about 1.4 KB with st_size 0: the read/write
+	# path, where a write at the 1 KiB limit comes back short.
+	snapshot t
+	run --separate-stderr bash -c 'ulimit -f 1; "$0" -i /proc/self/status t' "$PONYWRITE"
+	assert_status 1
+	assert_stderr "ponywrite: t: File too large"
+	assert_untouched t
+	assert_no_litter
 }
