@@ -39,8 +39,10 @@
 
 /* Portability: capability-named switches, nothing OS-named below this block. */
 #if defined(__linux__)
+#include <sys/vfs.h>
 #define HAVE_SPLICE 1
 #define HAVE_COPY_FILE_RANGE 1
+#define HAVE_PROCFS_MAGIC 0x9fa0	/* statfs f_type of /proc */
 #endif
 #ifdef __has_include
 #if __has_include(<sys/random.h>)
@@ -164,16 +166,33 @@ remove_litter(void)
 	errno = e;
 }
 
+/* The message, however long; FMT itself if there is no memory for it. */
+static char *
+vformat(const char *fmt, va_list ap)
+{
+	va_list copy;
+	char *msg;
+	int n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
+	if (n < 0 || (msg = malloc((size_t)n + 1)) == NULL)
+		return NULL;
+	vsnprintf(msg, (size_t)n + 1, fmt, ap);
+	return msg;
+}
+
 static void
 vwarnx(const char *path, const char *fmt, va_list ap)
 {
-	char msg[1024];
+	char *msg = vformat(fmt, ap);
 
-	vsnprintf(msg, sizeof msg, fmt, ap);
 	if (path != NULL)
-		fprintf(stderr, "ponywrite: %s: %s\n", path, msg);
+		fprintf(stderr, "ponywrite: %s: %s\n", path, msg ? msg : fmt);
 	else
-		fprintf(stderr, "ponywrite: %s\n", msg);
+		fprintf(stderr, "ponywrite: %s\n", msg ? msg : fmt);
+	free(msg);
 }
 
 static void
@@ -189,16 +208,18 @@ warnx(const char *path, const char *fmt, ...)
 static _Noreturn void
 fail(const char *path, const char *fmt, ...)
 {
-	char msg[1024];
+	const char *text;
+	char *msg;
 	va_list ap;
 
 	remove_litter();
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
+	msg = vformat(fmt, ap);
 	va_end(ap);
+	text = msg != NULL ? msg : fmt;
 	/* In command mode, 125 alone does not say what became of the target. */
-	warnx(path, "%s%s", msg, opt.command != NULL &&
-	    strstr(msg, "not replaced") == NULL ? "; target not replaced" : "");
+	warnx(path, "%s%s", text, opt.command != NULL &&
+	    strstr(text, "not replaced") == NULL ? "; target not replaced" : "");
 	exit(failstatus);
 }
 
@@ -769,12 +790,29 @@ read_link(const struct stat *st)
 	return link;
 }
 
+/*
+ * The links of /proc/PID/fd stand for open files, not for paths: their text
+ * may name a deleted file ("x (deleted)"), a pipe, or another file now.
+ */
+static void
+check_proc_link(void)
+{
+#ifdef HAVE_PROCFS_MAGIC
+	struct statfs fs;
+
+	if (fstatfs(tgt.dirfd, &fs) == 0 && fs.f_type == HAVE_PROCFS_MAGIC)
+		fail(opt.target, "refusing to follow a link in /proc: it stands"
+		    " for an open file, which cannot be replaced");
+#endif
+}
+
 /* Move from a symbolic link to what it points to. */
 static void
 follow_link(const struct stat *st)
 {
 	char *link, *dir, *name;
 
+	check_proc_link();
 	check_protected_link(st);
 	link = read_link(st);
 	split_path(link, &dir, &name);

@@ -590,3 +590,33 @@ PY
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "a long message is not cut: a 3000-byte directory path in the exit-3 message" {
+	require_cmd strace
+	d=.
+	for i in $(seq 15); do
+		d="$d/$(printf 'd%.0s' $(seq 200))"
+	done
+	mkdir -p "$d"
+	echo old > "$d/t"
+	run --separate-stderr strace -qq -o /dev/null -e inject=fsync:error=EIO:when=2 \
+	    "$PONYWRITE" "$d/t" < <(echo new)
+	assert_status 3
+	assert_stderr_has "replaced, but flushing directory $d failed: $E_EIO; the new content may not survive a crash"
+}
+
+@test "an unreadable file without /proc: the message says why (root)" {
+	require_cmd unshare
+	unpriv_setup
+	echo old > t
+	chown nobody:nogroup t
+	chmod 0200 t
+	snapshot t
+	run --separate-stderr unshare -m sh -c \
+	    'umount -l /proc && exec setpriv --reuid=nobody --regid=nogroup --clear-groups "$0" t' \
+	    "$PONYWRITE" < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot read its attributes: the file is not readable and /proc is not mounted"
+	assert_untouched t
+	assert_no_litter
+}

@@ -253,3 +253,29 @@ sticky_setup()
 	assert_owner vd/f 65534 65534
 	assert_no_litter
 }
+
+@test "links in /proc stand for open files: /dev/stdout and a deleted file's fd are refused" {
+	echo old > file
+	snapshot file
+	run bash -c '"$0" /dev/stdout < <(echo new) > file' "$PONYWRITE"
+	assert_status 1
+	[[ $output == *"ponywrite: /dev/stdout: refusing to follow a link in /proc: it stands for an open file, which cannot be replaced"* ]] ||
+	    fail "message: $output"
+	exec 5>deleted
+	rm deleted
+	run --separate-stderr "$PONYWRITE" /proc/self/fd/5 < <(echo new)
+	exec 5>&-
+	assert_status 1
+	assert_stderr "ponywrite: /proc/self/fd/5: refusing to follow a link in /proc: it stands for an open file, which cannot be replaced"
+	[ -z "$(ls -A)" ] || [ "$(ls -A)" = file ] || fail "created: $(ls -A)"
+	[ ! -e "deleted (deleted)" ] || fail "created 'deleted (deleted)'"
+	assert_no_litter
+}
+
+@test "a magic link in the directory part is the kernel's: /proc/self/cwd/file works" {
+	echo old > file
+	run --separate-stderr "$PONYWRITE" /proc/self/cwd/file < <(echo new)
+	assert_status 0
+	assert_content file $'new\n'
+	assert_no_litter
+}
