@@ -1035,7 +1035,10 @@ default_acl_mode(mode_t *mode)
 	ssize_t len;
 
 	if ((len = fgetxattr(tgt.dirfd, "system.posix_acl_default", acl,
-	    sizeof acl)) < 12)
+	    sizeof acl)) < 0 && errno != ENODATA && errno != ENOTSUP)
+		fail(tgt.dirpath, "cannot read the default ACL: %s",
+		    strerror(errno));
+	if (len < 12)
 		return;
 	end = acl + len;
 	for (e = acl + 4; e + 8 <= end; e += 8)
@@ -1236,8 +1239,9 @@ copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
 	}
 	/* Appended meanwhile, or more than st_size said (sysfs): no EFBIG at the limit. */
 	end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);
-	if (ftruncate(out, base + end - start) < 0 ||
-	    lseek(out, base + end - start, SEEK_SET) < 0)
+	while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)
+		;
+	if (n < 0 || lseek(out, base + end - start, SEEK_SET) < 0)
 		fail_errno(opt.target);
 	lseek(in, end, SEEK_SET);
 	return end - start;
@@ -1385,9 +1389,12 @@ run_command(int out)
 		    strerror(errno));
 	if (pid == 0)
 		exec_command(p[1]);
-	close(p[1]);
 	child = pid;
 	unblock_signals();
+	/* Holding the writing end ourselves, we would wait for ever. */
+	if (close(p[1]) < 0)
+		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		    strerror(errno));
 	size = copy_fd(p[0], out, opt.command[0]);
 	close(p[0]);
 	wait_command(pid);
