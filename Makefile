@@ -56,6 +56,14 @@ crashtest: ponywrite
 	    tests/crash/run
 	PONYWRITE="$$(pwd)/ponywrite" tests/fault/run
 
+# Mutation testing: every mutant of tests/mutate/mutants.py through the
+# suites; the table goes to docs/mutation.md.  MUTATE_SAMPLE=8 runs a sample
+# chosen from the commit id, as CI does.
+MUTATE_SAMPLE =
+mutate:
+	if [ -n "$(MUTATE_SAMPLE)" ]; then tests/mutate/run --sample $(MUTATE_SAMPLE); \
+	else mkdir -p docs && tests/mutate/run --table docs/mutation.md; fi
+
 # Paste the tables that crashtest and bench/run wrote into README.md.
 readme-tables:
 	if [ -f crash-table.md ]; then tests/embed crash-table crash-table.md; fi
@@ -75,4 +83,4 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check fscheck static staticcheck sanitize lint fuzz installcheck hardening \
-	crashtest readme-tables install uninstall clean
+	crashtest mutate readme-tables install uninstall clean

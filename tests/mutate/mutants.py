@@ -1,0 +1,211 @@
+# The mutants: plausible bugs at the places where ponywrite's safety lives.
+#
+# Each is described by what it changes in the code, not by line numbers, so
+# that it keeps applying as the code evolves:
+#
+#   M(name, function, [(find, replace), ...], what, kind, equivalent=None)
+#
+# Within the body of FUNCTION (from the line "function(" to the next line
+# "}"), each FIND is replaced once by REPLACE, in order.  A FIND that is not
+# there makes the harness fail: the list must then be brought up to date.
+# An equivalent mutant changes nothing a user can observe; EQUIVALENT says
+# why, and it is listed but not expected to be killed.
+
+MUTANTS = []
+
+
+def M(name, func, edits, what, kind, equivalent=None):
+    MUTANTS.append(dict(name=name, func=func, edits=edits, what=what,
+                        kind=kind, equivalent=equivalent))
+
+
+# --- errors ignored or wrongly handled on read, write, close, flush, rename
+M("short-write", "xwrite", [("n -= w;", "n = 0;")],
+  "a short write is taken as complete", "write")
+M("short-pwrite", "xpwrite", [("n -= w;", "n = 0;")],
+  "a short pwrite is taken as complete", "write")
+M("write-error-ignored", "copy_fd",
+  [("if (xwrite(out, buf, n) < 0)", "if (xwrite(out, buf, n) < -1)")],
+  "an error writing the temporary file is ignored", "write")
+M("pwrite-error-ignored", "copy_pread",
+  [("if (xpwrite(out, buf, n, to + done) < 0)",
+    "if (xpwrite(out, buf, n, to + done) < -1)")],
+  "an error of pwrite to the temporary file is ignored", "write")
+M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
+  "a read error of the input is taken as end of file", "read")
+M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
+  "a pread error of the input is taken as end of file", "read")
+M("splice-error-ignored", "copy_fd",
+  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_errno(opt.target);", "")],
+  "an ENOSPC or EIO from splice falls back to read(2) instead of failing",
+  "write")
+M("cfr-error-ignored", "copy_span",
+  [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
+  "ENOSPC from copy_file_range falls back to pread/pwrite", "write",
+  equivalent="the pwrite fallback meets the same full disk and fails the same way")
+M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
+  "a close() error on the temporary file is ignored", "close")
+M("rename-error-ignored", "commit",
+  [("if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)\n\t\tfail_errno(opt.target);",
+    "renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name);")],
+  "a failed rename is reported as success", "rename")
+
+# --- flushes removed, moved, retried, weakened
+M("no-data-flush", "main", [("if (flush_fd(fd) < 0)", "if (0)")],
+  "the temporary file is not flushed before the rename", "flush")
+M("data-flush-error-ignored", "main",
+  [("if (flush_fd(fd) < 0)", "if (flush_fd(fd) < -1)")],
+  "a failed flush of the temporary file is ignored", "flush")
+M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
+  "fdatasync instead of fsync: mode and owner not flushed", "flush")
+M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
+  "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
+M("no-dir-flush", "commit", [("opt.sync && flush_fd(tgt.dirfd) < 0", "0")],
+  "the directory is not flushed after the rename", "flush")
+M("dir-flush-status-0", "commit", [("return late;\n\t}", "return 0;\n\t}")],
+  "a failed directory flush exits 0 instead of 3", "status")
+M("flush-before-metadata", "main",
+  [("apply_metadata(fd);\n\tif (flush_fd(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));",
+    "if (flush_fd(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
+  "the temporary file is flushed before its owner, attributes and mode are set",
+  "flush")
+M("no-parent-flush", "make_parents", [("(!opt.sync || flush_fd(fd) == 0)", "1")],
+  "-p does not flush the parent of a created directory", "flush")
+M("unchanged-not-flushed", "finish_unchanged",
+  [("if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))", "if (0)")],
+  "-C exits 0 on an unchanged file that was never flushed", "flush")
+M("nosync-skips-data-flush", "main",
+  [("if (flush_fd(fd) < 0)", "if (opt.sync && flush_fd(fd) < 0)")],
+  "--no-sync also skips the flush before the rename", "nosync")
+M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
+  "--no-sync still flushes the directory", "nosync")
+
+# --- the temporary file: O_EXCL, O_NOFOLLOW, 0600, litter
+M("temp-not-excl", "create_temp", [("O_CREAT | O_EXCL |", "O_CREAT |")],
+  "the temporary file is not created exclusively", "open")
+M("temp-follows-links", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_CLOEXEC, 0600")],
+  "O_NOFOLLOW dropped from the temporary file's open", "open")
+M("temp-0644", "create_temp", [("O_CLOEXEC, 0600)", "O_CLOEXEC, 0644)")],
+  "the temporary file is readable by others while written", "open")
+M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLLOW, 0600")],
+  "the command inherits the temporary file's descriptor", "open")
+M("litter-temp", "remove_litter", [("unlinkat(tgt.dirfd, tmpname, 0);", ";")],
+  "a failed run leaves its temporary file", "litter")
+M("litter-backup-link", "remove_litter", [("unlinkat(tgt.dirfd, bakname, 0);", ";")],
+  "-b's hidden link is left behind when the run fails", "litter")
+M("litter-on-signal", "die_by", [("remove_litter();", "")],
+  "a signal leaves the temporary file", "litter")
+M("litter-on-command-failure", "wait_command",
+  [("describe_status(opt.command[0], status);\n\tremove_litter();",
+    "describe_status(opt.command[0], status);")],
+  "a failing command leaves the temporary file", "litter")
+
+# --- metadata: owner, ACL, xattrs, mode, and their order
+M("mode-before-owner", "apply_metadata",
+  [("\tset_mode(fd);\n", "\n"), ("\tif ((meta.uid", "\tset_mode(fd);\n\tif ((meta.uid")],
+  "the mode (set-id bits) is set before the owner, which clears them", "metadata")
+M("xattrs-not-copied", "apply_metadata", [("copy_xattrs(fd);", ";")],
+  "ACL and user.* attributes are not kept", "metadata")
+M("inherited-acl-kept", "copy_xattrs",
+  [("if (fremovexattr(to, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
+  "a directory's default ACL leaks onto a replaced file", "metadata")
+M("acl-mode-not-applied", "copy_xattrs",
+  [("acl_apply_mode((unsigned char *)val, len, meta.mode);", ";")],
+  "a kept ACL is set with the old permission bits before the mode", "metadata",
+  equivalent="the fchmod that follows gives the ACL the same bits; the only difference is a moment before it, with the temporary file's owner alone having access")
+M("setid-kept-on-chown", "decide_metadata",
+  [("meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
+  "-o/-g keep the set-id bits under the new owner", "metadata")
+M("mode-not-checked", "set_mode",
+  [("if ((st.st_mode & 07777) != meta.mode)", "if (0)")],
+  "a set-group-ID bit dropped by the kernel goes unnoticed", "metadata")
+M("owner-not-kept", "decide_metadata",
+  [("tgt.regular ? tgt.st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
+  "the owner of an existing file is not kept", "metadata")
+M("umask-on-existing", "decide_metadata",
+  [("meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;",
+    "meta.mode = tgt.regular ? tgt.st.st_mode & 0777 : 0666 & ~mask;")],
+  "the set-id and sticky bits of an existing file are lost", "metadata")
+M("default-acl-ignored", "decide_metadata",
+  [("default_acl_mode(&meta.mode);", ";")],
+  "a new file in a directory with a default ACL gets the umask's mode", "metadata")
+
+# --- links and the protected_* rules
+M("protected-symlinks-off", "follow_link", [("check_protected_link(st);", ";")],
+  "links planted in /tmp by others are followed", "links")
+M("protected-symlinks-dirowner", "planted",
+  [("owner != geteuid() && owner != dir.st_uid", "owner != geteuid()")],
+  "links of the sticky directory's owner are refused", "links")
+M("protected-regular-off", "open_target", [("check_protected_regular();", ";")],
+  "files planted in /tmp by others receive root's output", "links")
+M("protected-regular-level", "check_protected_regular",
+  [("level == '1' ? S_IWOTH :", "level == '2' ? S_IWOTH :")],
+  "protected_regular=2 is taken as 1", "links")
+M("proc-links-followed", "follow_link", [("check_proc_link();", ";")],
+  "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
+M("nofollow-ignored", "resolve_target",
+  [("if (!S_ISLNK(tgt.st.st_mode) || opt.nofollow)", "if (!S_ISLNK(tgt.st.st_mode))")],
+  "-P follows the link anyway", "links")
+M("not-regular-accepted", "open_target",
+  [("if (!S_ISREG(st.st_mode))\n\t\tfail(opt.target, \"not a regular file\");", "")],
+  "a FIFO swapped in for the target is accepted", "links",
+  equivalent="resolve_target refuses non-regular files first; only a race between the two checks reaches this one")
+
+# --- script features
+M("append-drops-old", "fill_temp", [("opt.append ? copy_old(fd) : 0", "0")],
+  "-a replaces instead of appending", "append")
+M("noempty-ignored", "fill_temp", [("if (opt.noempty && added == 0)", "if (0)")],
+  "-E replaces with empty input", "noempty")
+M("ifchanged-content-ignored", "unchanged",
+  [("if (memcmp(buf, cmpbuf, n) != 0)\n\t\t\treturn 0;", "")],
+  "-C keeps a file whose content differs at equal size", "ifchanged")
+M("ifchanged-mode-ignored", "unchanged",
+  [("meta.mode != (tgt.st.st_mode & 07777) ||", "")],
+  "-C keeps a file whose mode -m would change", "ifchanged")
+M("backup-not-made", "link_backup", [("if (!opt.backup || !tgt.exists)", "if (1)")],
+  "-b makes no backup", "backup")
+M("backup-renamed-first", "commit",
+  [("\tif (rename_backup() < 0)\n\t\tstatus = late;\n", ""),
+   ("\tif (renameat(", "\tif (rename_backup() < 0)\n\t\tstatus = late;\n\tif (renameat(")],
+  "-b renames the backup to TARGET~ before the target's rename", "backup")
+M("backup-hidden-left", "rename_backup",
+  [("if (fstatat(tgt.dirfd, bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(tgt.dirfd, bakname, 0);", "")],
+  "a backup that already was TARGET~ leaves its hidden link", "backup")
+M("backup-status-0", "commit", [("status = late;", "status = 0;")],
+  "a failed backup rename exits 0", "status")
+M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path) :", "")],
+  "-p creates no directory", "parents")
+
+# --- command mode, signals and exit statuses
+M("command-status-lost", "wait_command",
+  [("exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :\n\t    WEXITSTATUS(status));", "exit(1);")],
+  "the command's exit status is not passed on", "status")
+M("command-failure-replaces", "wait_command",
+  [("if (WIFEXITED(status) && WEXITSTATUS(status) == 0)", "if (1)")],
+  "a failing command's output replaces the target", "command")
+M("exec-status", "exec_command", [("e == ENOENT ? 127 : 126", "126")],
+  "a command not found exits 126", "status")
+M("signal-not-forwarded", "on_signal", [("kill(child, sig);", ";")],
+  "a signal is not passed on to the command", "signals")
+M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = caught) != 0 && 0)")],
+  "a command that survives SIGTERM gets its output committed", "signals")
+M("sigchld-inherited", "setup_signals",
+  [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
+  "an ignored SIGCHLD makes command mode fail", "signals")
+M("signals-not-held-at-rename", "main", [("block_signals();\n\tlink_backup();", "link_backup();")],
+  "a signal during the rename kills ponywrite before the directory flush", "signals")
+M("failstatus-1", "parse_options", [("failstatus = 125;", ";")],
+  "ponywrite's own failure in command mode exits 1, not 125", "status")
+M("usage-status-1", "usage_error", [("exit(2);", "exit(1);")],
+  "a usage error exits 1", "status")
+
+# --- input copying
+M("holes-filled-size", "copy_regular",
+  [("while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)\n\t\t;\n\tif (n < 0 ||",
+    "n = 0;\n\tif (")],
+  "a trailing hole of the input is lost: the new file is too short", "read")
+M("input-offset-ignored", "copy_fd", [("(start = lseek(in, 0, SEEK_CUR)) >= 0", "(start = 0) >= 0")],
+  "a regular standard input is read from its start, not its offset", "read")
+M("growth-not-copied", "copy_regular",
+  [("end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);", ";")],
+  "input beyond its size at the start (growing, or /sys) is cut", "read")
