@@ -761,16 +761,18 @@ check_protected_regular(void)
 	char level = '2';
 	int fd;
 
+	if (!planted(tgt.st.st_uid, S_IWOTH | S_IWGRP))
+		return;
 	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
 	    O_CLOEXEC)) >= 0) {
 		if (xread(fd, &level, 1) != 1)
 			level = '2';
 		close(fd);
 	}
-	if (level != '0' && planted(tgt.st.st_uid, level == '1' ? S_IWOTH :
-	    S_IWOTH | S_IWGRP))
-		fail(opt.target, "refusing to write to a file of another user in"
-		    " a sticky directory: %s", strerror(EACCES));
+	if (level == '0' || (level == '1' && !planted(tgt.st.st_uid, S_IWOTH)))
+		return;
+	fail(opt.target, "refusing to write to a file of another user in a"
+	    " sticky directory: %s", strerror(EACCES));
 }
 
 static char *

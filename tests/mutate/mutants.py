@@ -139,7 +139,7 @@ M("protected-symlinks-dirowner", "planted",
 M("protected-regular-off", "open_target", [("check_protected_regular();", ";")],
   "files planted in /tmp by others receive root's output", "links")
 M("protected-regular-level", "check_protected_regular",
-  [("level == '1' ? S_IWOTH :", "level == '2' ? S_IWOTH :")],
+  [("(level == '1' && !planted(tgt.st.st_uid, S_IWOTH))", "(level == '2' && !planted(tgt.st.st_uid, S_IWOTH))")],
   "protected_regular=2 is taken as 1", "links")
 M("proc-links-followed", "follow_link", [("check_proc_link();", ";")],
   "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
