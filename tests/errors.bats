@@ -620,3 +620,27 @@ PY
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "a disk that fills in the middle of the last write: the rest is retried, ENOSPC, untouched (root)" {
+	mount_ext4 m 16
+	# Leave about 64 KiB free, then write 96 KiB from another file system:
+	# copy_file_range cannot cross it, so pwrite(2) writes, and comes back
+	# short when the disk fills.
+	head -c 65536 /dev/zero > m/keep
+	dd if=/dev/zero of=m/fill bs=4k 2>/dev/null || :
+	sync
+	rm m/keep
+	sync
+	echo old > m/t 2>/dev/null || { rm m/fill; skip "could not leave room for the target"; }
+	snapshot m/t
+	head -c 98304 /dev/urandom > in
+	run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/w.trace" -e trace=pwrite64 \
+	    "$PONYWRITE" -i in m/t
+	short=$(sed -nE 's/.*, ([0-9]+), [0-9]+\) += ([0-9]+)$/\1 \2/p' "$BATS_TEST_TMPDIR/w.trace" |
+	    awk '$2 < $1' | wc -l)
+	[ "$short" -gt 0 ] || skip "no short pwrite here: $(cut -c1-60 "$BATS_TEST_TMPDIR/w.trace")"
+	assert_status 1
+	assert_stderr "ponywrite: m/t: No space left on device"
+	assert_untouched m/t
+	assert_no_litter m lost+found
+}
