@@ -644,3 +644,25 @@ PY
 	assert_untouched m/t
 	assert_no_litter m lost+found
 }
+
+@test "a regular input file whose pread fails with EIO: exit 1 naming it, untouched" {
+	require_cmd strace
+	seq 1000 > in
+	echo old > t
+	snapshot t
+	# copy_file_range says "not here", then pread(2) of the input fails.
+	run --separate-stderr strace -qq -o /dev/null -P in \
+	    -e inject=copy_file_range:error=EXDEV -e inject=pread64:error=EIO \
+	    "$PONYWRITE" -i in t
+	assert_status 1
+	assert_stderr_has "ponywrite: in: $E_EIO"
+	assert_untouched t
+	assert_no_litter
+	# The same past the size known at the start (a growing file).
+	run --separate-stderr strace -qq -o /dev/null -P in \
+	    -e inject=pread64:error=EIO "$PONYWRITE" -i in t
+	assert_status 1
+	assert_stderr_has "ponywrite: in: $E_EIO"
+	assert_untouched t
+	assert_no_litter
+}

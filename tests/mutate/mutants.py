@@ -41,8 +41,7 @@ M("splice-error-ignored", "copy_fd",
   "write")
 M("cfr-error-ignored", "copy_span",
   [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
-  "ENOSPC from copy_file_range falls back to pread/pwrite", "write",
-  equivalent="the pwrite fallback meets the same full disk and fails the same way")
+  "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
 M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "commit",
