@@ -56,6 +56,19 @@ crashtest: ponywrite
 	    tests/crash/run
 	PONYWRITE="$$(pwd)/ponywrite" tests/fault/run
 
+# Block-level crash test: a FUSE recorder under a loop device logs every
+# write and flush; every state a power cut may leave is mounted and checked.
+blockcrash: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_TABLE_OUT=docs/blockcrash.md PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
+tests/blockcrash/recorder: tests/blockcrash/recorder.c
+	$(CC) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
+	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
+
+.PHONY: blockcrash
+
 # Paste the tables that crashtest and bench/run wrote into README.md.
 readme-tables:
 	if [ -f crash-table.md ]; then tests/embed crash-table crash-table.md; fi
