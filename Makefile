@@ -12,7 +12,7 @@ MANDIR = $(PREFIX)/share/man
 BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR = $(PREFIX)/share/zsh/site-functions
 CC ?= cc
-CFLAGS ?= -O2 -g -fstack-protector-strong -fPIE
+CFLAGS ?= -O2 -g -fstack-protector-strong -fstack-clash-protection -fPIE
 CPPFLAGS ?= -D_FORTIFY_SOURCE=3
 LDFLAGS ?= -pie -Wl,-z,relro,-z,now
 WERROR =
