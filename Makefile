@@ -31,10 +31,10 @@ ponywrite: ponywrite.c
 # (tests/deps), then run it.  `make test` runs the suite alone.
 check: ponywrite
 	tests/deps
-	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
+	BATS=$(BATS) tests/suite
 
 test: ponywrite
-	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
+	BATS=$(BATS) tests/suite
 
 deps:
 	tests/deps
