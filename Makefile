@@ -1,12 +1,23 @@
-.POSIX:
-
+# POSIX make syntax (with POSIX.1-2024's ?=).  There is no .POSIX: target
+# because it makes GNU make predefine CC=c99 and CFLAGS=-O1, which would
+# replace the defaults below: CC, CFLAGS, CPPFLAGS and LDFLAGS come from the
+# environment or the command line when given (as Debian's dh and
+# dpkg-buildflags pass them); the values below, with the hardening flags,
+# are the defaults when nothing is passed.
+# -std=c11 -Wall -Wextra are always added; make WERROR=1 adds -Werror (CI and
+# development builds), which a user's or a distribution's build does not get.
 PREFIX = /usr/local
 BINDIR = $(PREFIX)/bin
 MANDIR = $(PREFIX)/share/man
-CC = cc
-CFLAGS = -std=c11 -O2 -g -Wall -Wextra -Werror \
-	-D_FORTIFY_SOURCE=3 -fstack-protector-strong -fPIE
-LDFLAGS = -pie -Wl,-z,relro,-z,now
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR = $(PREFIX)/share/zsh/site-functions
+CC ?= cc
+CFLAGS ?= -O2 -g -fstack-protector-strong -fstack-clash-protection -fPIE
+CPPFLAGS ?= -D_FORTIFY_SOURCE=3
+LDFLAGS ?= -pie -Wl,-z,relro,-z,now
+WERROR =
+PW_CFLAGS = -std=c11 -Wall -Wextra $(WERROR:1=-Werror)
+INSTALL = install
 BATS = bats
 MUSLCC = musl-gcc
 FUZZ_SECONDS = 60
@@ -14,11 +25,28 @@ FUZZ_SECONDS = 60
 all: ponywrite
 
 ponywrite: ponywrite.c
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ ponywrite.c
+	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ ponywrite.c
 
+# The README's test command: install what the suite needs when it is missing
+# (tests/deps), then run it.  `make test` runs the suite alone.
 check: ponywrite
-	mandoc -Tlint -Wwarning ponywrite.1
-	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests
+	tests/deps
+	BATS=$(BATS) tests/suite
+
+test: ponywrite
+	BATS=$(BATS) tests/suite
+
+deps:
+	tests/deps
+
+# The README's two commands as root in a fresh minimal Debian 12 (root).
+freshcheck:
+	tests/freshcheck
+
+# The Debian package, built and checked with lintian (needs dpkg-dev,
+# debhelper, lintian).
+deb:
+	tests/debcheck
 
 # The same suite with its files on loop-mounted XFS and btrfs (root).
 fscheck: ponywrite
@@ -28,7 +56,8 @@ fscheck: ponywrite
 static: ponywrite-static
 
 ponywrite-static: ponywrite.c
-	$(MUSLCC) -static -std=c11 -O2 -Wall -Wextra -Werror -o $@ ponywrite.c
+	$(MUSLCC) -static -std=c11 -O2 -Wall -Wextra $(WERROR:1=-Werror) \
+	    -o $@ ponywrite.c
 
 staticcheck: ponywrite-static
 	PONYWRITE="$$(pwd)/ponywrite-static" $(BATS) tests
@@ -51,9 +80,10 @@ hardening: ponywrite
 	tests/hardening/valgrind
 	PONYWRITE="$$(pwd)/ponywrite" $(BATS) tests/hardening
 
+# The crash matrix and its picture (crash-table.md, crash-matrix.svg).
 crashtest: ponywrite
-	CRASH_TABLE_OUT=crash-table.md PONYWRITE="$$(pwd)/ponywrite" \
-	    tests/crash/run
+	CRASH_TABLE_OUT=crash-table.md CRASH_SVG_OUT=crash-matrix.svg \
+	    PONYWRITE="$$(pwd)/ponywrite" tests/crash/run
 	PONYWRITE="$$(pwd)/ponywrite" tests/fault/run
 
 # Block-level crash test: a FUSE recorder under a loop device logs every
@@ -64,7 +94,7 @@ blockcrash: ponywrite tests/blockcrash/recorder
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
 tests/blockcrash/recorder: tests/blockcrash/recorder.c
-	$(CC) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
+	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
 
 # Mutation testing: every mutant of tests/mutate/mutants.py through the
@@ -75,23 +105,35 @@ mutate:
 	if [ -n "$(MUTATE_SAMPLE)" ]; then tests/mutate/run --sample $(MUTATE_SAMPLE); \
 	else mkdir -p docs && tests/mutate/run --table docs/mutation.md; fi
 
-# Paste the tables that crashtest and bench/run wrote into README.md.
-readme-tables:
-	if [ -f crash-table.md ]; then tests/embed crash-table crash-table.md; fi
-	if [ -f bench-table.md ]; then tests/embed bench-table bench-table.md; fi
+# docs/: the tables and pictures that make crashtest and bench/run wrote
+# here (bench/run with BENCH_TABLE_OUT=bench-table.md
+# BENCH_SVG_OUT=bench-chart.svg), copied unedited.
+docs:
+	if [ -f crash-table.md ]; then cp crash-table.md docs/crash-matrix.md; fi
+	if [ -f crash-matrix.svg ]; then cp crash-matrix.svg docs/crash-matrix.svg; fi
+	if [ -f bench-table.md ]; then cp bench-table.md docs/benchmark.md; fi
+	if [ -f bench-chart.svg ]; then cp bench-chart.svg docs/benchmark.svg; fi
+
+readme-tables: docs
 
 install: ponywrite
-	mkdir -p "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1"
-	cp ponywrite "$(DESTDIR)$(BINDIR)/ponywrite"
-	chmod 755 "$(DESTDIR)$(BINDIR)/ponywrite"
-	cp ponywrite.1 "$(DESTDIR)$(MANDIR)/man1/ponywrite.1"
-	chmod 644 "$(DESTDIR)$(MANDIR)/man1/ponywrite.1"
+	$(INSTALL) -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(MANDIR)/man1" \
+	    "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)"
+	$(INSTALL) -m 755 ponywrite "$(DESTDIR)$(BINDIR)/ponywrite"
+	$(INSTALL) -m 644 ponywrite.1 "$(DESTDIR)$(MANDIR)/man1/ponywrite.1"
+	$(INSTALL) -m 644 completion/ponywrite.bash \
+	    "$(DESTDIR)$(BASHCOMPDIR)/ponywrite"
+	$(INSTALL) -m 644 completion/_ponywrite "$(DESTDIR)$(ZSHCOMPDIR)/_ponywrite"
 
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/ponywrite" "$(DESTDIR)$(MANDIR)/man1/ponywrite.1"
+	rm -f "$(DESTDIR)$(BINDIR)/ponywrite" \
+	    "$(DESTDIR)$(MANDIR)/man1/ponywrite.1" \
+	    "$(DESTDIR)$(BASHCOMPDIR)/ponywrite" \
+	    "$(DESTDIR)$(ZSHCOMPDIR)/_ponywrite"
 
 clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
-.PHONY: all check fscheck static staticcheck sanitize lint fuzz installcheck hardening \
-	crashtest blockcrash mutate readme-tables install uninstall clean
+.PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
+	lint fuzz installcheck hardening crashtest blockcrash mutate docs readme-tables install \
+	uninstall clean
