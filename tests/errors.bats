@@ -606,6 +606,7 @@ PY
 }
 
 @test "an unreadable file without /proc: the message says why (root)" {
+	require_root
 	require_cmd unshare
 	unpriv_setup
 	echo old > t

@@ -251,6 +251,7 @@ replace()
 }
 
 @test "a user's setuid file given to root with -o does not become setuid root (root)" {
+	require_root
 	unpriv_setup
 	echo old > t
 	chown nobody:nogroup t
