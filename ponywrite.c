@@ -512,6 +512,9 @@ parse_options(int argc, char *argv[])
 		usage_error("invalid suffix: '%s'", opt.suffix);
 	if (opt.command != NULL)
 		failstatus = 125;
+	/* Two appends that read the same old content would lose a line. */
+	if (opt.append)
+		opt.lock = 1;
 }
 
 /* Signals: remove the temporary file and die by the same signal. */

@@ -235,3 +235,20 @@ load features_helpers
 	diff <(seq 30 | sed 's/^/line /' | sort) <(sort log)
 	[ "$(listing)" = log ] || fail "directory holds: $(listing)"
 }
+
+@test "-a without -l: 50 parallel appends lose nothing (-a takes the lock)" {
+	: > log
+	pids=()
+	for i in $(seq 50); do
+		echo "line $i" | "$PONYWRITE" --no-sync -a log 3>&- &
+		pids+=($!)
+	done
+	failed=0
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=$((failed + 1))
+	done
+	[ "$failed" -eq 0 ] || fail "$failed runs failed"
+	diff <(seq 50 | sed 's/^/line /' | sort) <(sort log) ||
+	    fail "log has $(wc -l < log) lines, not 50"
+	[ "$(listing)" = log ] || fail "directory holds: $(listing)"
+}
