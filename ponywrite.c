@@ -217,12 +217,72 @@ usage_error(const char *fmt, const char *arg)
 }
 
 static _Noreturn void
-bad_option(int ch, const char *arg)
+try_help(void)
 {
-	char flag[3] = { '-', (char)optopt, '\0' };
+	fputs("\nTry 'ponywrite --help' for more information.\n", stderr);
+	exit(2);
+}
 
-	usage_error(ch == ':' ? "option requires an argument: %s" :
-	    "unknown option: %s", optopt != 0 ? flag : arg);
+/* A bad option or value: one line and a hint, as GNU tools give. */
+static _Noreturn void
+usage_hint(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ponywrite: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	try_help();
+}
+
+/* Name a bad long option ARG as the user typed it. */
+static _Noreturn void
+bad_long_option(const char *arg, const struct option *lo)
+{
+	const char *name = arg + 2;
+	const struct option *o, *hit = NULL;
+	int len = (int)strcspn(name, "="), n = 0;
+
+	for (o = lo; o->name != NULL && n < 2; o++)
+		if (strncmp(o->name, name, len) == 0) {
+			hit = o;
+			n = strlen(o->name) == (size_t)len ? 2 : n + 1;
+		}
+	if (n == 0)
+		usage_hint("unrecognized option '%s'", arg);
+	if (strlen(hit->name) != (size_t)len && n > 1) {
+		fprintf(stderr, "ponywrite: option '--%.*s' is ambiguous;"
+		    " possibilities:", len, name);
+		for (o = lo; o->name != NULL; o++)
+			if (strncmp(o->name, name, len) == 0)
+				fprintf(stderr, " '--%s'", o->name);
+		try_help();
+	}
+	if (name[len] == '=')
+		usage_hint("option '--%s' doesn't allow an argument", hit->name);
+	usage_hint("option '--%s' requires an argument", hit->name);
+}
+
+/* Values of the options that have no letter, out of the way of letters. */
+enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_VERSION };
+
+/*
+ * getopt_long's error: a long option's is named from its text, which the
+ * failed element ends with; a short option's is in optopt.
+ */
+static _Noreturn void
+bad_option(int ch, const char *shortopts, char *argv[],
+    const struct option *lo)
+{
+	const char *arg = argv[optind - 1];
+
+	if (ch == ':' ? strncmp(arg, "--", 2) == 0 : optopt == 0 ||
+	    optopt >= OPT_LONG || strchr(shortopts, optopt) != NULL)
+		bad_long_option(arg, lo);
+	if (ch == ':')
+		usage_hint("option requires an argument -- '%c'", optopt);
+	usage_hint("invalid option -- '%c'", optopt);
 }
 
 /* After --help and --version: a full disk must not go unnoticed. */
@@ -434,7 +494,7 @@ parse_owner(const char *s)
 	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1)
 		return n;
 	if ((pw = getpwnam(s)) == NULL)
-		usage_error("unknown user: '%s'", s);
+		usage_hint("unknown user: '%s'", s);
 	return pw->pw_uid;
 }
 
@@ -447,7 +507,7 @@ parse_group(const char *s)
 	if (parse_number(s, &n) == 0 && n == (gid_t)n && (gid_t)n != (gid_t)-1)
 		return n;
 	if ((gr = getgrnam(s)) == NULL)
-		usage_error("unknown group: '%s'", s);
+		usage_hint("unknown group: '%s'", s);
 	return gr->gr_gid;
 }
 
@@ -460,43 +520,43 @@ parse_options(int argc, char *argv[])
 		{ "if-changed",		no_argument,		NULL, 'C' },
 		{ "no-empty",		no_argument,		NULL, 'E' },
 		{ "group",		required_argument,	NULL, 'g' },
-		{ "help",		no_argument,		NULL, 'h' },
+		{ "help",		no_argument,		NULL, OPT_HELP },
 		{ "input",		required_argument,	NULL, 'i' },
 		{ "lock",		no_argument,		NULL, 'l' },
 		{ "mode",		required_argument,	NULL, 'm' },
-		{ "no-sync",		no_argument,		NULL, 'N' },
+		{ "no-sync",		no_argument,		NULL, OPT_NOSYNC },
 		{ "owner",		required_argument,	NULL, 'o' },
 		{ "parents",		no_argument,		NULL, 'p' },
 		{ "no-dereference",	no_argument,		NULL, 'P' },
 		{ "suffix",		required_argument,	NULL, 'S' },
 		{ "verbose",		no_argument,		NULL, 'v' },
-		{ "version",		no_argument,		NULL, 'V' },
+		{ "version",		no_argument,		NULL, OPT_VERSION },
 		{ NULL,			0,			NULL, 0 }
 	};
+	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:v";
 	mode_t unused;
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:abCEg:i:lm:o:pPS:v", longopts,
-	    NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'a': opt.append = 1; break;
 		case 'b': opt.backup = 1; break;
 		case 'C': opt.ifchanged = 1; break;
 		case 'E': opt.noempty = 1; break;
 		case 'g': opt.gid = parse_group(optarg); break;
-		case 'h': help(); close_stdout();
 		case 'i': opt.input = optarg; break;
 		case 'l': opt.lock = 1; break;
 		case 'm': opt.mode = optarg; break;
-		case 'N': opt.sync = 0; break;
 		case 'o': opt.uid = parse_owner(optarg); break;
 		case 'p': opt.parents = 1; break;
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
 		case 'v': opt.verbose = 1; break;
-		case 'V': puts("ponywrite " VERSION); close_stdout();
-		default: bad_option(ch, argv[optind - 1]);
+		case OPT_HELP: help(); close_stdout();
+		case OPT_NOSYNC: opt.sync = 0; break;
+		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
+		default: bad_option(ch, shortopts, argv, longopts);
 		}
 	}
 	argv += optind;
@@ -505,11 +565,11 @@ parse_options(int argc, char *argv[])
 	if (*argv != NULL)
 		opt.command = argv;
 	if (opt.command != NULL && opt.input != NULL)
-		usage_error("-i cannot be combined with a command%s", "");
+		usage_hint("-i cannot be combined with a command");
 	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
-		usage_error("invalid mode: '%s'", opt.mode);
+		usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
-		usage_error("invalid suffix: '%s'", opt.suffix);
+		usage_hint("invalid suffix: '%s'", opt.suffix);
 	if (opt.command != NULL)
 		failstatus = 125;
 	/* Two appends that read the same old content would lose a line. */

@@ -59,29 +59,85 @@ $USAGE3" ] || fail "usage lines: $output"
 	assert_stderr "ponywrite: stdout: No space left on device"
 }
 
-@test "unknown option: exit 2, usage, nothing done" {
-	for opt in -Z --bogus --verbose=yes; do
-		run --separate-stderr "$PONYWRITE" "$opt" t < <(echo new)
-		assert_status 2
-		[ -z "$output" ] || fail "stdout: $output"
-		assert_stderr_has "$USAGE1"
-		[ ! -e t ] || fail "t created by $opt"
-	done
+HINT="Try 'ponywrite --help' for more information."
+
+# bad_usage MESSAGE ARG...: ponywrite ARG... t exits 2 with MESSAGE and the
+# hint, and leaves t (an existing file) untouched and no litter.
+bad_usage()
+{
+	local msg=$1
+	shift
 	echo old > t
 	snapshot t
-	run --separate-stderr "$PONYWRITE" -Z t < <(echo new)
+	run --separate-stderr "$PONYWRITE" "$@" < <(echo new)
 	assert_status 2
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_stderr "ponywrite: $msg
+$HINT"
 	assert_untouched t
 	assert_no_litter
 }
 
-@test "missing option argument: exit 2" {
-	for opt in -i -m -o -g -S --input --mode --owner --group --suffix; do
-		run --separate-stderr "$PONYWRITE" "$opt" </dev/null
+@test "unknown options: one line as typed and a hint, exit 2, nothing done" {
+	bad_usage "invalid option -- 'Z'" -Z t
+	bad_usage "invalid option -- 'Z'" -vZ t
+	bad_usage "invalid option -- 'h'" -h t
+	bad_usage "invalid option -- 'N'" --lock -vN t
+	bad_usage "unrecognized option '--bogus'" --bogus t
+	bad_usage "unrecognized option '--bogus=3'" --bogus=3 t
+	run --separate-stderr "$PONYWRITE" -Z new < <(echo new)
+	assert_status 2
+	[ ! -e new ] || fail "new created"
+}
+
+@test "a long option given an argument it does not take is named as typed" {
+	for o in no-empty append lock no-sync verbose backup if-changed parents \
+	    no-dereference help version; do
+		bad_usage "option '--$o' doesn't allow an argument" "--$o=1" t
+	done
+	bad_usage "option '--lock' doesn't allow an argument" --lock=yes t
+	# An abbreviation is named in full.
+	bad_usage "option '--no-empty' doesn't allow an argument" --no-e=1 t
+}
+
+@test "ambiguous abbreviations list the possibilities" {
+	bad_usage "option '--ver' is ambiguous; possibilities: '--verbose' '--version'" --ver t
+	bad_usage "option '--no' is ambiguous; possibilities: '--no-empty' '--no-sync' '--no-dereference'" --no t
+	bad_usage "option '--no' is ambiguous; possibilities: '--no-empty' '--no-sync' '--no-dereference'" --no=1 t
+	# Unambiguous abbreviations work.
+	run --separate-stderr "$PONYWRITE" --verb --no-s t < <(echo new)
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_content t $'new\n'
+}
+
+@test "missing option argument: one line naming the option as typed, exit 2" {
+	for o in i m o g S; do
+		run --separate-stderr "$PONYWRITE" "-$o" </dev/null
 		assert_status 2
-		assert_stderr_has "$USAGE1"
+		assert_stderr "ponywrite: option requires an argument -- '$o'
+$HINT"
+		run --separate-stderr "$PONYWRITE" -v"$o" </dev/null
+		assert_status 2
+		assert_stderr "ponywrite: option requires an argument -- '$o'
+$HINT"
+	done
+	for o in input mode owner group suffix; do
+		run --separate-stderr "$PONYWRITE" "--$o" </dev/null
+		assert_status 2
+		assert_stderr "ponywrite: option '--$o' requires an argument
+$HINT"
 	done
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
+}
+
+@test "bad values: one line and a hint, not the usage; exit 2, nothing done" {
+	bad_usage "unknown user: 'no_such_user_pw'" -o no_such_user_pw t
+	bad_usage "unknown group: 'no_such_group_pw'" --group=no_such_group_pw t
+	bad_usage "invalid mode: 'u+q'" -m u+q t
+	bad_usage "invalid mode: '8'" --mode=8 t
+	bad_usage "invalid suffix: 'a/b'" -b -S a/b t
+	bad_usage "-i cannot be combined with a command" -i - t echo x
 }
 
 @test "options stop at the first operand" {
