@@ -485,16 +485,22 @@ parse_number(const char *s, unsigned long *n)
 	return *end != '\0' || errno != 0 ? -1 : 0;
 }
 
+/* A user name or number; with GID, also that user's login group. */
 static uid_t
-parse_owner(const char *s)
+parse_user(const char *s, gid_t *gid)
 {
 	struct passwd *pw;
 	unsigned long n;
 
-	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1)
-		return n;
-	if ((pw = getpwnam(s)) == NULL)
+	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1) {
+		if (gid == NULL)
+			return n;
+		if ((pw = getpwuid(n)) == NULL)
+			usage_hint("user '%s' has no login group", s);
+	} else if ((pw = getpwnam(s)) == NULL)
 		usage_hint("unknown user: '%s'", s);
+	if (gid != NULL)
+		*gid = pw->pw_gid;
 	return pw->pw_uid;
 }
 
@@ -509,6 +515,32 @@ parse_group(const char *s)
 	if ((gr = getgrnam(s)) == NULL)
 		usage_hint("unknown group: '%s'", s);
 	return gr->gr_gid;
+}
+
+/*
+ * -o as chown(1): OWNER, OWNER:GROUP, OWNER: (and OWNER's login group) or
+ * :GROUP.
+ */
+static void
+parse_owner(const char *s)
+{
+	const char *colon = strchr(s, ':');
+	char *user;
+
+	if (colon == NULL) {
+		opt.uid = parse_user(s, NULL);
+		return;
+	}
+	if (colon == s && colon[1] == '\0')
+		usage_hint("invalid owner: '%s'", s);
+	if (colon[1] != '\0')
+		opt.gid = parse_group(colon + 1);
+	if (colon == s)
+		return;
+	if ((user = strndup(s, colon - s)) == NULL)
+		fail_errno(NULL);
+	opt.uid = parse_user(user, colon[1] == '\0' ? &opt.gid : NULL);
+	free(user);
 }
 
 static void
@@ -548,7 +580,7 @@ parse_options(int argc, char *argv[])
 		case 'i': opt.input = optarg; break;
 		case 'l': opt.lock = 1; break;
 		case 'm': opt.mode = optarg; break;
-		case 'o': opt.uid = parse_owner(optarg); break;
+		case 'o': parse_owner(optarg); break;
 		case 'p': opt.parents = 1; break;
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
