@@ -598,6 +598,9 @@ parse_options(int argc, char *argv[])
 		opt.command = argv;
 	if (opt.command != NULL && opt.input != NULL)
 		usage_hint("-i cannot be combined with a command");
+	/* A script that forgot its redirect must not wait for a Ctrl-D. */
+	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
+		usage_hint("stdin: is a terminal; use -i - to read from it");
 	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
 		usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
