@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -69,6 +70,8 @@
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
 	int	 parents, sync, verbose;
+	double	 wait;			/* -w seconds; -1: wait forever */
+	const char *waitarg;		/* ... as the user typed them */
 	const char *input;		/* NULL: standard input */
 	const char *mode;
 	uid_t	 uid;			/* (uid_t)-1: keep or default */
@@ -76,7 +79,7 @@ static struct {
 	const char *suffix;
 	const char *target;		/* as the user typed it */
 	char	**command;		/* NULL: not command mode */
-} opt = { .sync = 1, .uid = (uid_t)-1, .gid = (gid_t)-1, .suffix = "~" };
+} opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1, .suffix = "~" };
 
 /* The file being replaced, once resolved. */
 static struct {
@@ -104,6 +107,7 @@ static char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 static char lockname[NAME_MAX + 1];	/* -l lock file we hold, or empty */
 static volatile pid_t child;
 static volatile sig_atomic_t caught;
+static volatile sig_atomic_t lock_timeout;	/* -w: the time is up */
 static sigset_t fatalsigs, origmask;
 static int failstatus = 1;		/* 125 in command mode */
 static int stdin_closed;		/* it is /dev/null now, not an input */
@@ -368,16 +372,6 @@ xopenat(int atfd, const char *path, int flags, mode_t mode)
 	return fd;
 }
 
-static int
-xflock(int fd, int op)
-{
-	int r;
-
-	while ((r = flock(fd, op)) < 0 && errno == EINTR)
-		;
-	return r;
-}
-
 static char *
 join(const char *dir, const char *name)
 {
@@ -543,6 +537,22 @@ parse_owner(const char *s)
 	free(user);
 }
 
+/* -w: seconds as flock -w takes them, fractions allowed. */
+static void
+parse_wait(const char *s)
+{
+	char *end;
+
+	errno = 0;
+	opt.waitarg = s;
+	opt.wait = strtod(s, &end);
+	if (s[strspn(s, "0123456789.")] != '\0')
+		opt.wait = -1;
+	if (end == s || *end != '\0' || errno != 0 ||
+	    !(opt.wait >= 0 && opt.wait <= 1e8))
+		usage_hint("invalid number of seconds: '%s'", s);
+}
+
 static void
 parse_options(int argc, char *argv[])
 {
@@ -563,9 +573,10 @@ parse_options(int argc, char *argv[])
 		{ "suffix",		required_argument,	NULL, 'S' },
 		{ "verbose",		no_argument,		NULL, 'v' },
 		{ "version",		no_argument,		NULL, OPT_VERSION },
+		{ "wait",		required_argument,	NULL, 'w' },
 		{ NULL,			0,			NULL, 0 }
 	};
-	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:v";
+	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:vw:";
 	mode_t unused;
 	int ch;
 
@@ -588,6 +599,7 @@ parse_options(int argc, char *argv[])
 		case OPT_HELP: help(); close_stdout();
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
+		case 'w': parse_wait(optarg); break;
 		default: bad_option(ch, shortopts, argv, longopts);
 		}
 	}
@@ -608,7 +620,7 @@ parse_options(int argc, char *argv[])
 	if (opt.command != NULL)
 		failstatus = 125;
 	/* Two appends that read the same old content would lose a line. */
-	if (opt.append)
+	if (opt.append || opt.wait >= 0)
 		opt.lock = 1;
 }
 
@@ -896,6 +908,55 @@ still_named(int fd, const char *name)
 	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
 }
 
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	lock_timeout = 1;
+}
+
+/*
+ * -w: SIGALRM interrupts flock(2) once the time is up, and every 10 ms after
+ * that, in case it came just before flock was entered.  Zero stops it.
+ */
+static void
+set_lock_timer(double seconds)
+{
+	static struct sigaction orig;
+	struct sigaction sa;
+	struct itimerval it;
+
+	memset(&sa, 0, sizeof sa);
+	memset(&it, 0, sizeof it);
+	if (seconds > 0) {
+		sa.sa_handler = on_alarm;
+		sigaction(SIGALRM, &sa, &orig);
+		it.it_value.tv_sec = (time_t)seconds;
+		it.it_value.tv_usec = (seconds - (time_t)seconds) * 1e6 + 1;
+		it.it_interval.tv_usec = 10000;
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (seconds == 0)
+		sigaction(SIGALRM, &orig, NULL);
+}
+
+/* Take the lock on FD, giving up as -w says. */
+static void
+wait_lock(int fd)
+{
+	int r;
+
+	while ((r = flock(fd, LOCK_EX | (opt.wait == 0 ? LOCK_NB : 0))) < 0 &&
+	    errno == EINTR && !lock_timeout)
+		;
+	if (r == 0)
+		return;
+	if (lock_timeout || errno == EWOULDBLOCK)
+		fail(opt.target, "lock is busy: gave up after %s seconds (-w)",
+		    opt.waitarg);
+	fail(opt.target, "cannot lock: %s", strerror(errno));
+}
+
 /*
  * A missing target is locked through ".NAME.ponywrite-lock", removed on exit:
  * a name no other program uses, opened without blocking and only if it is a
@@ -915,8 +976,7 @@ lock_missing(void)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "cannot lock: %s is not a regular file", name);
-	if (xflock(fd, LOCK_EX) < 0)
-		fail(opt.target, "cannot lock: %s", strerror(errno));
+	wait_lock(fd);
 	if (still_named(fd, name) &&
 	    fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0 &&
 	    errno == ENOENT) {
@@ -937,16 +997,16 @@ lock_missing(void)
 static void
 lock_target(void)
 {
+	if (opt.wait > 0)
+		set_lock_timer(opt.wait);
 	for (;;) {
 		open_target();
 		if (!tgt.regular && lock_missing())
-			return;
+			break;
 		if (tgt.regular) {
-			if (xflock(tgt.fd, LOCK_EX) < 0)
-				fail(opt.target, "cannot lock: %s",
-				    strerror(errno));
+			wait_lock(tgt.fd);
 			if (still_named(tgt.fd, tgt.name))
-				return;
+				break;
 			close(tgt.fd);
 			tgt.fd = -1;
 		}
@@ -958,6 +1018,8 @@ lock_target(void)
 		    !(S_ISLNK(tgt.st.st_mode) && opt.nofollow))
 			fail(opt.target, "not a regular file");
 	}
+	if (opt.wait > 0)
+		set_lock_timer(0);
 }
 
 /* The new file's mode, owner and group. */

@@ -197,3 +197,93 @@ second_waits_for_first()
 	[ "$BG_END" = "exit 0" ] || fail "first run: $BG_END; $BG_STDERR"
 	assert_no_litter
 }
+
+# hold_lock TARGET: a -l run on TARGET that holds the lock until "go" exists.
+hold_lock()
+{
+	spawn -l "$1" sh -c 'echo holder; touch started; while [ ! -e go ]; do sleep 0.02; done'
+	wait_for started
+}
+
+release_lock()
+{
+	touch go
+	reap
+	[ "$BG_END" = "exit 0" ] || fail "holder: $BG_END; $BG_STDERR"
+}
+
+@test "-w: gives up on a busy lock after the time, exit 1, untouched, no busy loop" {
+	echo old > t
+	hold_lock t
+	snapshot t
+	TIMEFORMAT=%R:%U:%S
+	{ time "$PONYWRITE" -w 0.5 t < <(echo new) 2>err; } 2>time || status=$?
+	assert_status 1
+	stderr=$(cat err)
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0.5 seconds (-w)"
+	IFS=: read -r real user sys < time
+	awk -v r="$real" 'BEGIN { exit !(r >= 0.45 && r < 3) }' ||
+	    fail "gave up after $real s, not 0.5 s"
+	awk -v u="$user" -v s="$sys" 'BEGIN { exit !(u + s < 0.2) }' ||
+	    fail "used $user s user and $sys s system time while waiting"
+	assert_untouched t
+	release_lock
+	assert_content t $'holder\n'
+	assert_no_litter
+}
+
+@test "--wait in command mode: 125, the command never runs; -w 0 does not wait" {
+	echo old > t
+	hold_lock t
+	snapshot t
+	run --separate-stderr timeout 5 "$PONYWRITE" --wait=0.2 t sh -c 'touch ran; echo x'
+	assert_status 125
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0.2 seconds (-w); target not replaced"
+	[ ! -e ran ] || fail "the command ran"
+	run --separate-stderr timeout 1 "$PONYWRITE" -w 0 t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0 seconds (-w)"
+	assert_untouched t
+	release_lock
+	assert_no_litter
+}
+
+@test "-w implies -l: it waits for a holder that finishes in time" {
+	echo old > t
+	hold_lock t
+	"$PONYWRITE" -w 5 t sh -c 'cat t; echo waiter' 3>&- 2>waiter.err &
+	waiter=$!
+	sleep 0.3
+	release_lock
+	wait "$waiter" || fail "waiter failed: $(cat waiter.err)"
+	assert_content t $'holder\nwaiter\n'
+	assert_no_litter
+}
+
+@test "-w on a missing target: busy lock file, gives up, no lock file left" {
+	hold_lock t
+	run --separate-stderr timeout 5 "$PONYWRITE" -w 0.2 t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0.2 seconds (-w)"
+	[ ! -e t ] || fail "t was created"
+	release_lock
+	assert_content t $'holder\n'
+	[ ! -e .t.ponywrite-lock ] || fail "the lock file is left"
+	assert_no_litter
+}
+
+@test "invalid -w values: one line and a hint, exit 2, nothing done" {
+	echo old > t
+	snapshot t
+	for w in x -1 '' ' 1' 1s nan inf 1e99 0x10 1e3 . 99999999999; do
+		run --separate-stderr "$PONYWRITE" -w "$w" t < <(echo new)
+		assert_status 2
+		assert_stderr "ponywrite: invalid number of seconds: '$w'
+Try 'ponywrite --help' for more information."
+		assert_untouched t
+	done
+	run --separate-stderr "$PONYWRITE" -w 1.5 t < <(echo new)
+	assert_status 0
+	assert_content t $'new\n'
+	assert_no_litter
+}
