@@ -69,7 +69,7 @@
 
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
-	int	 parents, sync, verbose;
+	int	 parents, printchanged, sync, verbose;
 	double	 wait;			/* -w seconds; -1: wait forever */
 	const char *waitarg;		/* ... as the user typed them */
 	const char *input;		/* NULL: standard input */
@@ -269,7 +269,7 @@ bad_long_option(const char *arg, const struct option *lo)
 }
 
 /* Values of the options that have no letter, out of the way of letters. */
-enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_VERSION };
+enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
 
 /*
  * getopt_long's error: a long option's is named from its text, which the
@@ -569,6 +569,7 @@ parse_options(int argc, char *argv[])
 		{ "no-sync",		no_argument,		NULL, OPT_NOSYNC },
 		{ "owner",		required_argument,	NULL, 'o' },
 		{ "parents",		no_argument,		NULL, 'p' },
+		{ "print-changed",	no_argument,		NULL, OPT_PRINT },
 		{ "no-dereference",	no_argument,		NULL, 'P' },
 		{ "suffix",		required_argument,	NULL, 'S' },
 		{ "verbose",		no_argument,		NULL, 'v' },
@@ -598,6 +599,7 @@ parse_options(int argc, char *argv[])
 		case 'v': opt.verbose = 1; break;
 		case OPT_HELP: help(); close_stdout();
 		case OPT_NOSYNC: opt.sync = 0; break;
+		case OPT_PRINT: opt.printchanged = 1; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
 		case 'w': parse_wait(optarg); break;
 		default: bad_option(ch, shortopts, argv, longopts);
@@ -1536,6 +1538,18 @@ finish_unchanged(void)
 	return 0;
 }
 
+/* --print-changed: the target's name on stdout, once it has changed. */
+static int
+print_changed(int status)
+{
+	if (printf("%s\n", opt.target) < 0 || fflush(stdout) != 0) {
+		warnx(opt.target, "replaced, but its name could not be written"
+		    " to stdout: %s", strerror(errno));
+		return opt.command != NULL ? 125 : 3;
+	}
+	return status;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1562,6 +1576,8 @@ main(int argc, char *argv[])
 	block_signals();
 	link_backup();
 	status = commit(fd);
+	if (opt.printchanged)
+		status = print_changed(status);
 	remove_litter();
 	unblock_signals();
 	return status;
