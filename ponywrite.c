@@ -119,9 +119,10 @@ static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 static void
 usage(FILE *fp)
 {
-	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner]"
-	    " [-g group] [-S suffix]\n"
-	    "                 [--no-sync] target [command [argument ...]]\n"
+	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
+	    " [-o owner[:group]]\n"
+	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
+	    "                 [--print-changed] target [command [argument ...]]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -130,23 +131,36 @@ help(void)
 {
 	usage(stdout);
 	fputs("\nReplace TARGET atomically and durably with standard input,"
-	    " SOURCE,\nor the output of COMMAND.\n\n"
-	    "  -a, --append           new content is the old content followed"
-	    " by the input\n"
-	    "  -b, --backup           keep the previous version as TARGET~\n"
-	    "  -C, --if-changed       leave TARGET alone if nothing would change\n"
-	    "  -E, --no-empty         refuse to replace TARGET with empty input\n"
-	    "  -g, --group=GROUP      group of the new file\n"
-	    "  -i, --input=SOURCE     read SOURCE instead of standard input\n"
-	    "  -l, --lock             serialize with other ponywrite -l runs\n"
-	    "  -m, --mode=MODE        mode of the new file (octal or symbolic)\n"
-	    "  -o, --owner=OWNER      owner of the new file\n"
-	    "  -p, --parents          create missing parent directories\n"
-	    "  -P, --no-dereference   replace a symbolic link itself\n"
-	    "  -S, --suffix=SUFFIX    backup suffix instead of ~\n"
-	    "  -v, --verbose          say what was done\n"
-	    "      --no-sync          keep old-or-new, but skip the final"
-	    " directory flush\n", stdout);
+	    " SOURCE, or the\noutput of COMMAND.  Options come before TARGET;"
+	    " what follows it is COMMAND.\n\n"
+	    "  -a, --append            append the input to the old content"
+	    " (implies -l)\n"
+	    "  -b, --backup            keep the previous version as TARGET~\n"
+	    "  -C, --if-changed        leave TARGET alone if nothing would"
+	    " change\n"
+	    "  -E, --no-empty          refuse to replace TARGET with empty"
+	    " input\n"
+	    "  -g, --group=GROUP       group of the new file\n"
+	    "  -i, --input=SOURCE      read SOURCE instead of stdin"
+	    " (-: stdin, even a tty)\n"
+	    "  -l, --lock              serialize with other ponywrite -l runs\n"
+	    "  -m, --mode=MODE         mode of the new file (octal or"
+	    " symbolic)\n"
+	    "  -o, --owner=OWNER[:GROUP]\n"
+	    "                          owner (and group) of the new file\n"
+	    "  -p, --parents           create missing parent directories\n"
+	    "  -P, --no-dereference    replace a symbolic link itself\n"
+	    "  -S, --suffix=SUFFIX     backup suffix instead of ~\n"
+	    "  -v, --verbose           say what was done\n"
+	    "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
+	    " (implies -l)\n"
+	    "      --no-sync           keep old-or-new, skip the directory"
+	    " flush\n"
+	    "      --print-changed     print TARGET on stdout if it changed\n"
+	    "      --help              print this help and exit\n"
+	    "      --version           print the version and exit\n"
+	    "      --                  end the options\n"
+	    "\nSee ponywrite(1) for the details.\n", stdout);
 }
 
 /* Error handling: remove what we made, say why, exit. */

@@ -3,9 +3,10 @@
 
 load helpers
 
-USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner] [-g group] [-S suffix]'
-USAGE2='                 [--no-sync] target [command [argument ...]]'
-USAGE3='       ponywrite --help | --version'
+USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
+USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
+USAGE3='                 [--print-changed] target [command [argument ...]]'
+USAGE4='       ponywrite --help | --version'
 
 @test "no arguments: exit 2, missing target and usage on stderr" {
 	run --separate-stderr "$PONYWRITE" </dev/null
@@ -15,7 +16,8 @@ USAGE3='       ponywrite --help | --version'
 	    fail "first line: $(head -1 <<<"$stderr")"
 	assert_stderr_has "$USAGE1
 $USAGE2
-$USAGE3"
+$USAGE3
+$USAGE4"
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
 }
 
@@ -30,16 +32,40 @@ $USAGE3"
 	run --separate-stderr "$PONYWRITE" --help
 	assert_status 0
 	[ -z "$stderr" ] || fail "stderr: $stderr"
-	[ "$(head -3 <<<"$output")" = "$USAGE1
+	[ "$(head -4 <<<"$output")" = "$USAGE1
 $USAGE2
-$USAGE3" ] || fail "usage lines: $output"
-	# The short option list mentions every option.
-	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S --no-sync --append --backup \
-	    --if-changed --no-empty --lock --parents --no-dereference --verbose \
-	    --input --mode --owner --group --suffix --help --version; do
-		[[ $output == *"$o"* ]] || fail "--help does not mention $o"
+$USAGE3
+$USAGE4" ] || fail "usage lines: $output"
+	# The option list mentions every option, one per line.
+	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S -w --no-sync --append \
+	    --backup --if-changed --no-empty --lock --parents --no-dereference \
+	    --verbose --input --mode --owner --group --suffix --wait \
+	    --print-changed --help --version --; do
+		grep -qE -- "^  ( *|-., )$o([ =,]|$)" <<<"$output" ||
+		    fail "--help does not list $o"
 	done
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
+}
+
+@test "--help fits 80 columns, says options come first, points to the manual" {
+	run --separate-stderr "$PONYWRITE" --help
+	assert_status 0
+	long=$(awk 'length($0) >= 80' <<<"$output")
+	[ -z "$long" ] || fail "lines of 80 columns or more: $long"
+	[[ $(grep -v $'\t' <<<"$output") == "$output" ]] || fail "a tab in --help"
+	[[ $output == *"Options come before TARGET"* ]] ||
+	    fail "--help does not say options come before the target"
+	[[ $output == *"ponywrite(1)"* ]] || fail "--help does not point to ponywrite(1)"
+}
+
+@test "the usage matches the man page's SYNOPSIS" {
+	require_cmd mandoc
+	synopsis=$(MANWIDTH=200 mandoc -Tascii "$BATS_TEST_DIRNAME/../ponywrite.1" |
+	    col -bx | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' | tr -s ' \n' ' ')
+	usage=$(printf '%s\n' "$USAGE1" "$USAGE2" "$USAGE3" "$USAGE4" |
+	    sed 's/^usage: //' | tr -s ' \n' ' ')
+	[ "$synopsis" = " $usage" ] || fail "SYNOPSIS: $synopsis
+usage: $usage"
 }
 
 @test "--version prints ponywrite VERSION" {
