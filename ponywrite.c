@@ -974,9 +974,25 @@ wait_lock(int fd)
 }
 
 /*
- * A missing target is locked through ".NAME.ponywrite-lock", removed on exit:
- * a name no other program uses, opened without blocking and only if it is a
- * regular file, so that a FIFO planted there cannot hang us.
+ * Is there nothing to flock(2) at the target's name: no file, or a symbolic
+ * link that -P replaces?
+ */
+static int
+nothing_to_lock(void)
+{
+	if (fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0) {
+		tgt.exists = 0;
+		return errno == ENOENT;
+	}
+	tgt.exists = 1;
+	return S_ISLNK(tgt.st.st_mode) && opt.nofollow;
+}
+
+/*
+ * A missing target (or a link -P replaces) is locked through
+ * ".NAME.ponywrite-lock", removed on exit: a name no other program uses,
+ * opened without blocking and only if it is a regular file, so that a FIFO
+ * planted there cannot hang us.
  */
 static int
 lock_missing(void)
@@ -993,9 +1009,7 @@ lock_missing(void)
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "cannot lock: %s is not a regular file", name);
 	wait_lock(fd);
-	if (still_named(fd, name) &&
-	    fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0 &&
-	    errno == ENOENT) {
+	if (still_named(fd, name) && nothing_to_lock()) {
 		block_signals();
 		memcpy(lockname, name, sizeof name);
 		unblock_signals();

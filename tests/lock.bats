@@ -287,3 +287,36 @@ Try 'ponywrite --help' for more information."
 	assert_content t $'new\n'
 	assert_no_litter
 }
+
+@test "-l -P on a symbolic link: the link is replaced, no spinning, no lock file" {
+	echo real > real
+	ln -s real link
+	run --separate-stderr timeout 5 "$PONYWRITE" -l -P link < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_regular link
+	assert_content link $'new\n'
+	assert_content real $'real\n'
+	ln -s real link2
+	run --separate-stderr timeout 5 "$PONYWRITE" -a -P -v link2 < <(echo appended)
+	assert_status 0
+	assert_stderr "ponywrite: link2: replaced"
+	assert_content link2 $'appended\n'
+	[ "$(listing)" = "$(printf 'link\nlink2\nreal')" ] || fail "directory holds: $(listing)"
+	assert_no_litter
+}
+
+@test "-l -P: parallel runs on a dangling link are serialized" {
+	ln -s nowhere counter
+	pids=()
+	for i in $(seq 20); do
+		timeout 10 "$PONYWRITE" --no-sync -l -P counter sh -c 'echo $(( $(cat counter 2>/dev/null || echo 0) + 1 ))' 3>&- &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" || fail "a run failed"
+	done
+	assert_regular counter
+	assert_content counter $'20\n'
+	[ "$(listing)" = counter ] || fail "directory holds: $(listing)"
+}
