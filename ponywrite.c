@@ -1009,12 +1009,18 @@ lock_missing(void)
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "cannot lock: %s is not a regular file", name);
 	wait_lock(fd);
-	if (still_named(fd, name) && nothing_to_lock()) {
+	if (!still_named(fd, name)) {
+		close(fd);
+		return 0;
+	}
+	if (nothing_to_lock()) {
 		block_signals();
 		memcpy(lockname, name, sizeof name);
 		unblock_signals();
 		return 1;
 	}
+	/* The target came meanwhile: whoever holds the lock file removes it. */
+	unlinkat(tgt.dirfd, name, 0);
 	close(fd);
 	return 0;
 }

@@ -320,3 +320,39 @@ Try 'ponywrite --help' for more information."
 	assert_content counter $'20\n'
 	[ "$(listing)" = counter ] || fail "directory holds: $(listing)"
 }
+
+# delay_lock_open ARG...: ponywrite ARG... (on target t) in the background
+# under strace, its first open of .t.ponywrite-lock held back 1.5 s; DELAYED
+# is the strace pid.  Returns once ponywrite has its directory open.
+delay_lock_open()
+{
+	require_cmd strace pgrep
+	strace -f -qq -o /dev/null -P .t.ponywrite-lock -e trace=openat \
+	    -e inject=openat:delay_enter=1500000:when=1 \
+	    "$PONYWRITE" "$@" 3>&- 2>delayed.err &
+	DELAYED=$!
+	local i pid
+	for i in $(seq 250); do
+		pid=$(pgrep -P "$DELAYED") && break
+		sleep 0.02
+	done
+	[ -n "$pid" ] || fail "ponywrite did not start under strace"
+	for i in $(seq 250); do
+		ls -l /proc/"$pid"/fd 2>/dev/null | grep -q -- "-> $(pwd -P)\$" && break
+		sleep 0.02
+	done
+	sleep 0.2
+}
+
+@test "-l: a waiter that saw the target missing leaves no lock file once it appears" {
+	delay_lock_open -l t sh -c 'cat t; echo waiter'
+	# Meanwhile another run creates t and removes its own lock file.
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t echo holder
+	assert_status 0
+	wait "$DELAYED" || fail "the waiter failed: $(cat delayed.err)"
+	[ ! -s delayed.err ] || fail "waiter said: $(cat delayed.err)"
+	rm delayed.err
+	assert_content t $'holder\nwaiter\n'
+	[ ! -e .t.ponywrite-lock ] || fail "the lock file was left behind"
+	assert_no_litter
+}
