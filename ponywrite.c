@@ -989,6 +989,31 @@ nothing_to_lock(void)
 }
 
 /*
+ * Open an existing lock file without O_CREAT, which protected_regular refuses
+ * on another user's file in a sticky directory; else create it, readable by
+ * everyone whatever the umask, so that another user can wait on it too.
+ */
+static int
+open_lock_file(const char *name)
+{
+	mode_t mask;
+	int fd;
+
+	for (;;) {
+		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC, 0);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+		mask = umask(0);
+		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+		umask(mask);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+}
+
+/*
  * A missing target (or a link -P replaces) is locked through
  * ".NAME.ponywrite-lock", removed on exit: a name no other program uses,
  * opened without blocking and only if it is a regular file, so that a FIFO
@@ -1003,8 +1028,7 @@ lock_missing(void)
 
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
 	    tgt.name);
-	if ((fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC, 0644)) < 0 || fstat(fd, &st) < 0)
+	if ((fd = open_lock_file(name)) < 0 || fstat(fd, &st) < 0)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "cannot lock: %s is not a regular file", name);

@@ -5,6 +5,16 @@
 load helpers
 load features_helpers
 
+# Restore fs.protected_regular if a test changed it.
+eval "$(declare -f teardown | sed '1s/^teardown/features_teardown/')"
+teardown()
+{
+	if [ -n "${PROTECTED_REGULAR:-}" ]; then
+		sysctl -q -w fs.protected_regular="$PROTECTED_REGULAR"
+	fi
+	features_teardown
+}
+
 # parallel N ARG...: N ponywrite ARG... at once; fails unless all exit 0.
 parallel()
 {
@@ -354,5 +364,82 @@ delay_lock_open()
 	rm delayed.err
 	assert_content t $'holder\nwaiter\n'
 	[ ! -e .t.ponywrite-lock ] || fail "the lock file was left behind"
+	assert_no_litter
+}
+
+# as_daemon CMD...: a second ordinary user, next to nobody.
+as_daemon()
+{
+	setpriv --reuid=daemon --regid=daemon --clear-groups -- "$@"
+}
+
+require_two_users()
+{
+	require_nobody
+	getent passwd daemon >/dev/null || skip "needs user daemon"
+	as_daemon test -x "$PONYWRITE" || skip "daemon cannot run $PONYWRITE"
+}
+
+# second_user_waits UMASK: nobody holds the lock of a missing pub/t, made
+# under UMASK; daemon must wait for it, not fail, then create pub/t.
+second_user_waits()
+{
+	"${NOBODY[@]}" sh -c 'umask "$1"; exec "$2" -l pub/t sh -c "touch pub/started
+	    while [ ! -e pub/go ]; do sleep 0.02; done; exit 3"' _ "$1" "$PONYWRITE" \
+	    3>&- 2>first.err &
+	first=$!
+	PW_PID=$first
+	wait_for pub/started
+	[ -e pub/.t.ponywrite-lock ] || fail "no lock file"
+	run --separate-stderr timeout 5 setpriv --reuid=daemon --regid=daemon \
+	    --clear-groups -- "$PONYWRITE" -w 0.3 pub/t < <(echo b)
+	assert_status 1
+	assert_stderr "ponywrite: pub/t: lock is busy: gave up after 0.3 seconds (-w)"
+	setpriv --reuid=daemon --regid=daemon --clear-groups -- \
+	    "$PONYWRITE" -l pub/t echo second 3>&- 2>second.err &
+	second=$!
+	sleep 0.3
+	[ ! -e pub/t ] || fail "the second user did not wait"
+	touch pub/go
+	PW_PID=
+	wait "$first" && fail "the first run did not fail" || :
+	wait "$second" || fail "the second user failed: $(cat second.err)"
+	assert_content pub/t $'second\n'
+	assert_owner pub/t "$(id -u daemon)" "$(id -g daemon)"
+	[ ! -e pub/.t.ponywrite-lock ] || fail "lock file left behind"
+	assert_no_litter
+}
+
+@test "-l: another user waits for a lock file made under umask 077 (root)" {
+	require_two_users
+	mkdir -m 0777 pub
+	second_user_waits 077
+}
+
+@test "-l: another user waits for a lock file in a sticky dir under protected_regular=2 (root)" {
+	require_two_users
+	[ -w /proc/sys/fs/protected_regular ] || skip "cannot set fs.protected_regular"
+	PROTECTED_REGULAR=$(sysctl -n fs.protected_regular)
+	sysctl -q -w fs.protected_regular=2
+	mkdir -m 1777 pub
+	second_user_waits 022
+}
+
+@test "-l: a symbolic link or FIFO planted as the lock file is not followed, no hang" {
+	echo secret > victim
+	snapshot victim
+	ln -s victim .t.ponywrite-lock
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot lock: $E_LOOP"
+	assert_untouched victim
+	[ ! -e t ] || fail "t was created"
+	rm .t.ponywrite-lock
+	mkfifo .t.ponywrite-lock
+	run --separate-stderr timeout 5 "$PONYWRITE" -l t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot lock: .t.ponywrite-lock is not a regular file"
+	[ ! -e t ] || fail "t was created"
+	rm .t.ponywrite-lock
 	assert_no_litter
 }
