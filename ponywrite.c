@@ -1082,6 +1082,21 @@ lock_target(void)
 		set_lock_timer(0);
 }
 
+/*
+ * -l: lock the new file before it takes the target's name, so that a run
+ * that opens it waits until we exit (-b renames once more after it).  The
+ * duplicate holds the lock once commit closes FD.
+ */
+static void
+lock_new_file(int fd)
+{
+	int dup;
+
+	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    flock(dup, LOCK_EX | LOCK_NB) < 0)
+		fail(opt.target, "cannot lock: %s", strerror(errno));
+}
+
 /* The new file's mode, owner and group. */
 static void
 decide_metadata(void)
@@ -1631,6 +1646,8 @@ main(int argc, char *argv[])
 	apply_metadata(fd);
 	if (flush_fd(fd) < 0)
 		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
+	if (opt.lock)
+		lock_new_file(fd);
 	block_signals();
 	link_backup();
 	status = commit(fd);

@@ -443,3 +443,25 @@ second_user_waits()
 	rm .t.ponywrite-lock
 	assert_no_litter
 }
+
+@test "-l -b: a second run waits until the first has put its backup in place" {
+	require_cmd strace
+	echo v0 > t
+	# The first run's second rename (its backup into t~) is held back 1.5 s.
+	strace -f -qq -o /dev/null -e trace=rename,renameat,renameat2 \
+	    -e inject=rename,renameat,renameat2:delay_enter=1500000:when=2 \
+	    "$PONYWRITE" -l -b t echo A 3>&- 2>first.err &
+	first=$!
+	for i in $(seq 250); do
+		[ "$(cat t)" = A ] && break
+		sleep 0.02
+	done
+	assert_content t $'A\n'
+	run --separate-stderr timeout 10 "$PONYWRITE" -l -b t echo C
+	assert_status 0
+	wait "$first" || fail "the first run failed: $(cat first.err)"
+	rm first.err
+	assert_content t $'C\n'
+	assert_content t~ $'A\n'
+	assert_no_litter
+}
