@@ -1307,10 +1307,22 @@ copy_old(int out)
 	return off;
 }
 
+/* "ponywrite target -v": an option after the target was taken for a command. */
+static int
+misplaced_option(const char *cmd, int status)
+{
+	return *cmd == '-' && WIFEXITED(status) &&
+	    (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127);
+}
+
 static void
 describe_status(const char *cmd, int status)
 {
-	if (WIFSIGNALED(status))
+	if (misplaced_option(cmd, status))
+		warnx(opt.target, "not replaced: command '%s' %s (options go"
+		    " before the target)", cmd, WEXITSTATUS(status) == 127 ?
+		    "not found" : "could not be run");
+	else if (WIFSIGNALED(status))
 		warnx(opt.target, "not replaced: %s killed by signal %d", cmd,
 		    WTERMSIG(status));
 	else
@@ -1333,7 +1345,8 @@ exec_command(int out)
 		_exit(125);
 	execvp(opt.command[0], opt.command);
 	e = errno;
-	warnx(opt.command[0], "%s", strerror(e));
+	if (*opt.command[0] != '-')
+		warnx(opt.command[0], "%s", strerror(e));
 	_exit(e == ENOENT ? 127 : 126);
 }
 

@@ -219,3 +219,32 @@ $HINT"
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "an option after the target: one line saying so, exit 127, nothing done" {
+	run -127 --separate-stderr "$PONYWRITE" a -v < <(echo new)
+	assert_status 127
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_stderr "ponywrite: a: not replaced: command '-v' not found (options go before the target)"
+	[ ! -e a ] || fail "a was created"
+	assert_no_litter
+	echo old > a
+	snapshot a
+	run -127 --separate-stderr "$PONYWRITE" -C a --mode=0600 < <(echo new)
+	assert_status 127
+	assert_stderr "ponywrite: a: not replaced: command '--mode=0600' not found (options go before the target)"
+	assert_untouched a
+	assert_no_litter
+}
+
+@test "a command named like an option that cannot be run: one line, exit 126" {
+	mkdir bin
+	printf '#!/bin/sh\necho hi\n' > bin/-x
+	chmod 0644 bin/-x
+	echo old > a
+	snapshot a
+	run --separate-stderr env PATH="$PWD/bin" "$PONYWRITE" a -x
+	assert_status 126
+	assert_stderr "ponywrite: a: not replaced: command '-x' could not be run (options go before the target)"
+	assert_untouched a
+	assert_no_litter
+}
