@@ -91,6 +91,7 @@ static struct {
 	struct stat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
+	int	 linked;		/* reached through a symbolic link */
 } tgt = { .dirfd = -1, .fd = -1 };
 
 /* The new file's metadata. */
@@ -764,6 +765,8 @@ enter_dir(int atfd, const char *path, char *display)
 	int fd = opt.parents ? make_parents(atfd, path) :
 	    open_dir_at(atfd, path);
 
+	if (fd < 0 && tgt.linked)
+		fail(opt.target, "%s: %s", display, strerror(errno));
 	if (fd < 0)
 		fail_errno(display);
 	if (tgt.dirfd >= 0)
@@ -815,6 +818,7 @@ follow_link(const struct stat *st)
 	char *link, *dir, *name;
 
 	check_protected_link(st);
+	tgt.linked = 1;
 	link = read_link(st);
 	split_path(link, &dir, &name);
 	if (strchr(link, '/') == NULL)
@@ -1157,6 +1161,17 @@ hidden_name(char *dst, const char *name, const char *suffix)
 	random_chars(dst + n, RANDOM_LEN);
 }
 
+/* The directory is named as given, or, behind a link, the link first. */
+static _Noreturn void
+fail_temp(int e)
+{
+	if (tgt.linked)
+		fail(opt.target, "cannot create a temporary file in %s: %s",
+		    tgt.dirpath, strerror(e));
+	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
+	    " %s", strerror(e));
+}
+
 static int
 create_temp(void)
 {
@@ -1173,11 +1188,9 @@ create_temp(void)
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST && errno != EINTR)
-			fail(tgt.dirpath, "cannot create a temporary file in"
-			    " this directory: %s", strerror(errno));
+			fail_temp(errno);
 	}
-	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
-	    " %s", strerror(EEXIST));
+	fail_temp(EEXIST);
 }
 
 /* Step 3: fill it. */
@@ -1599,8 +1612,12 @@ commit(int fd)
 
 	if (close(fd) < 0)
 		fail_errno(opt.target);
-	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)
+	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0) {
+		if (errno == EBUSY)
+			fail(opt.target, "is a mount point and cannot be"
+			    " replaced: %s", strerror(errno));
 		fail_errno(opt.target);
+	}
 	tmpname[0] = '\0';
 	if (rename_backup() < 0)
 		status = late;
