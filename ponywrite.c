@@ -534,7 +534,7 @@ static void
 parse_owner(const char *s)
 {
 	const char *colon = strchr(s, ':');
-	char *user;
+	char user[256];
 
 	if (colon == NULL) {
 		opt.uid = parse_user(s, NULL);
@@ -546,10 +546,10 @@ parse_owner(const char *s)
 		opt.gid = parse_group(colon + 1);
 	if (colon == s)
 		return;
-	if ((user = strndup(s, colon - s)) == NULL)
-		fail_errno(NULL);
+	if ((size_t)(colon - s) >= sizeof user)
+		usage_hint("unknown user: '%.*s'", (int)(colon - s), s);
+	snprintf(user, sizeof user, "%.*s", (int)(colon - s), s);
 	opt.uid = parse_user(user, colon[1] == '\0' ? &opt.gid : NULL);
-	free(user);
 }
 
 /* -w: seconds as flock -w takes them, fractions allowed. */
