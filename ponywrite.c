@@ -291,10 +291,11 @@ enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
  * failed element ends with; a short option's is in optopt.
  */
 static _Noreturn void
-bad_option(int ch, const char *shortopts, char *argv[],
+bad_option(int ch, const char *shortopts, int argc, char *argv[],
     const struct option *lo)
 {
-	const char *arg = argv[optind - 1];
+	/* musl counts past the end for a missing argument. */
+	const char *arg = argv[(optind > argc ? argc : optind) - 1];
 
 	if (ch == ':' ? strncmp(arg, "--", 2) == 0 : optopt == 0 ||
 	    optopt >= OPT_LONG || strchr(shortopts, optopt) != NULL)
@@ -617,7 +618,7 @@ parse_options(int argc, char *argv[])
 		case OPT_PRINT: opt.printchanged = 1; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
 		case 'w': parse_wait(optarg); break;
-		default: bad_option(ch, shortopts, argv, longopts);
+		default: bad_option(ch, shortopts, argc, argv, longopts);
 		}
 	}
 	argv += optind;
