@@ -291,7 +291,7 @@ enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
  * failed element ends with; a short option's is in optopt.
  */
 static _Noreturn void
-bad_option(int ch, const char *shortopts, int argc, char *argv[],
+bad_option(int ch, const char *shortopts, int argc, const char *const argv[],
     const struct option *lo)
 {
 	/* musl counts past the end for a missing argument. */
@@ -505,6 +505,7 @@ parse_user(const char *s, gid_t *gid)
 	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1) {
 		if (gid == NULL)
 			return n;
+		/* cppcheck-suppress getpwuidCalled */
 		if ((pw = getpwuid(n)) == NULL)
 			usage_hint("user '%s' has no login group", s);
 	} else if ((pw = getpwnam(s)) == NULL)
@@ -618,7 +619,8 @@ parse_options(int argc, char *argv[])
 		case OPT_PRINT: opt.printchanged = 1; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
 		case 'w': parse_wait(optarg); break;
-		default: bad_option(ch, shortopts, argc, argv, longopts);
+		default: bad_option(ch, shortopts, argc,
+		    (const char *const *)argv, longopts);
 		}
 	}
 	argv += optind;
@@ -759,6 +761,15 @@ make_parents(int atfd, const char *path)
 	return fd;
 }
 
+/* A directory that cannot be opened; behind a link, the link comes first. */
+static _Noreturn void
+fail_dir(const char *display)
+{
+	if (tgt.linked)
+		fail(opt.target, "%s: %s", display, strerror(errno));
+	fail_errno(display);
+}
+
 /* Open directory PATH (relative to ATFD); DISPLAY names it in messages. */
 static void
 enter_dir(int atfd, const char *path, char *display)
@@ -766,10 +777,8 @@ enter_dir(int atfd, const char *path, char *display)
 	int fd = opt.parents ? make_parents(atfd, path) :
 	    open_dir_at(atfd, path);
 
-	if (fd < 0 && tgt.linked)
-		fail(opt.target, "%s: %s", display, strerror(errno));
 	if (fd < 0)
-		fail_errno(display);
+		fail_dir(display);
 	if (tgt.dirfd >= 0)
 		close(tgt.dirfd);
 	tgt.dirfd = fd;
