@@ -79,7 +79,8 @@ static struct {
 	const char *suffix;
 	const char *target;		/* as the user typed it */
 	char	**command;		/* NULL: not command mode */
-} opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1, .suffix = "~" };
+} opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1,
+    .suffix = "~" };
 
 /* The file being replaced, once resolved. */
 static struct {
@@ -123,7 +124,8 @@ usage(FILE *fp)
 	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
 	    " [-o owner[:group]]\n"
 	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
-	    "                 [--print-changed] target [command [argument ...]]\n"
+	    "                 [--print-changed] target"
+	    " [command [argument ...]]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -279,7 +281,8 @@ bad_long_option(const char *arg, const struct option *lo)
 		try_help();
 	}
 	if (name[len] == '=')
-		usage_hint("option '--%s' doesn't allow an argument", hit->name);
+		usage_hint("option '--%s' doesn't allow an argument",
+		    hit->name);
 	usage_hint("option '--%s' requires an argument", hit->name);
 }
 
@@ -502,7 +505,8 @@ parse_user(const char *s, gid_t *gid)
 	struct passwd *pw;
 	unsigned long n;
 
-	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1) {
+	if (parse_number(s, &n) == 0 && n == (uid_t)n &&
+	    (uid_t)n != (uid_t)-1) {
 		if (gid == NULL)
 			return n;
 		/* cppcheck-suppress getpwuidCalled */
@@ -599,7 +603,8 @@ parse_options(int argc, char *argv[])
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, shortopts, longopts,
+	    NULL)) != -1) {
 		switch (ch) {
 		case 'a': opt.append = 1; break;
 		case 'b': opt.backup = 1; break;
@@ -614,11 +619,11 @@ parse_options(int argc, char *argv[])
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
 		case 'v': opt.verbose = 1; break;
+		case 'w': parse_wait(optarg); break;
 		case OPT_HELP: help(); close_stdout();
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_PRINT: opt.printchanged = 1; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
-		case 'w': parse_wait(optarg); break;
 		default: bad_option(ch, shortopts, argc,
 		    (const char *const *)argv, longopts);
 		}
@@ -639,7 +644,7 @@ parse_options(int argc, char *argv[])
 		usage_hint("invalid suffix: '%s'", opt.suffix);
 	if (opt.command != NULL)
 		failstatus = 125;
-	/* Two appends that read the same old content would lose a line. */
+	/* Two appends of the same old content would lose a line; -w waits. */
 	if (opt.append || opt.wait >= 0)
 		opt.lock = 1;
 }
