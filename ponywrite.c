@@ -1027,7 +1027,10 @@ open_lock_file(const char *name)
 		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		umask(mask);
-		if (fd >= 0 || errno != EEXIST)
+		if (fd < 0 && errno != EEXIST)
+			fail(tgt.dirpath, "cannot create a lock file in this"
+			    " directory: %s", strerror(errno));
+		if (fd >= 0)
 			return fd;
 	}
 }

@@ -252,3 +252,18 @@ load features_helpers
 	    fail "log has $(wc -l < log) lines, not 50"
 	[ "$(listing)" = log ] || fail "directory holds: $(listing)"
 }
+
+@test "-a on a missing target in an unwritable directory names the directory" {
+	unpriv_setup
+	mkdir ro
+	chmod 0555 ro
+	run --separate-stderr unpriv "$PONYWRITE" -a ro/t < <(printf 'x\n')
+	assert_status 1
+	assert_stderr "ponywrite: ro: cannot create a lock file in this directory: Permission denied"
+	[ "$(listing ro)" = "" ] || fail "ro holds: $(listing ro)"
+	run --separate-stderr unpriv "$PONYWRITE" -a ro/t echo x
+	assert_status 125
+	assert_stderr "ponywrite: ro: cannot create a lock file in this directory: Permission denied; target not replaced"
+	chmod 0755 ro
+	assert_no_litter
+}
