@@ -22,6 +22,7 @@
 #include <sys/types.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -71,7 +72,9 @@
 
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
-	int	 parents, sync, verbose;
+	int	 parents, printchanged, sync, verbose;
+	double	 wait;			/* -w seconds; -1: wait forever */
+	const char *waitarg;		/* ... as the user typed them */
 	const char *input;		/* NULL: standard input */
 	const char *mode;
 	uid_t	 uid;			/* (uid_t)-1: keep or default */
@@ -79,7 +82,8 @@ static struct {
 	const char *suffix;
 	const char *target;		/* as the user typed it */
 	char	**command;		/* NULL: not command mode */
-} opt = { .sync = 1, .uid = (uid_t)-1, .gid = (gid_t)-1, .suffix = "~" };
+} opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1,
+    .suffix = "~" };
 
 /* The file being replaced, once resolved. */
 static struct {
@@ -91,6 +95,7 @@ static struct {
 	struct stat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
+	int	 linked;		/* reached through a symbolic link */
 } tgt = { .dirfd = -1, .fd = -1 };
 
 /* The new file's metadata. */
@@ -107,6 +112,7 @@ static char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 static char lockname[NAME_MAX + 1];	/* -l lock file we hold, or empty */
 static volatile pid_t child;
 static volatile sig_atomic_t caught;
+static volatile sig_atomic_t lock_timeout;	/* -w: the time is up */
 static sigset_t fatalsigs, origmask;
 static int failstatus = 1;		/* 125 in command mode */
 static int stdin_closed;		/* it holds a placeholder, not an input */
@@ -119,9 +125,11 @@ static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 static void
 usage(FILE *fp)
 {
-	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner]"
-	    " [-g group] [-S suffix]\n"
-	    "                 [--no-sync] target [command [argument ...]]\n"
+	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
+	    " [-o owner[:group]]\n"
+	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
+	    "                 [--print-changed] target"
+	    " [command [argument ...]]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -130,23 +138,36 @@ help(void)
 {
 	usage(stdout);
 	fputs("\nReplace TARGET atomically and durably with standard input,"
-	    " SOURCE,\nor the output of COMMAND.\n\n"
-	    "  -a, --append           new content is the old content followed"
-	    " by the input\n"
-	    "  -b, --backup           keep the previous version as TARGET~\n"
-	    "  -C, --if-changed       leave TARGET alone if nothing would change\n"
-	    "  -E, --no-empty         refuse to replace TARGET with empty input\n"
-	    "  -g, --group=GROUP      group of the new file\n"
-	    "  -i, --input=SOURCE     read SOURCE instead of standard input\n"
-	    "  -l, --lock             serialize with other ponywrite -l runs\n"
-	    "  -m, --mode=MODE        mode of the new file (octal or symbolic)\n"
-	    "  -o, --owner=OWNER      owner of the new file\n"
-	    "  -p, --parents          create missing parent directories\n"
-	    "  -P, --no-dereference   replace a symbolic link itself\n"
-	    "  -S, --suffix=SUFFIX    backup suffix instead of ~\n"
-	    "  -v, --verbose          say what was done\n"
-	    "      --no-sync          keep old-or-new, but skip the final"
-	    " directory flush\n", stdout);
+	    " SOURCE, or the\noutput of COMMAND.  Options come before TARGET;"
+	    " what follows it is COMMAND.\n\n"
+	    "  -a, --append            append the input to the old content"
+	    " (implies -l)\n"
+	    "  -b, --backup            keep the previous version as TARGET~\n"
+	    "  -C, --if-changed        leave TARGET alone if nothing would"
+	    " change\n"
+	    "  -E, --no-empty          refuse to replace TARGET with empty"
+	    " input\n"
+	    "  -g, --group=GROUP       group of the new file\n"
+	    "  -i, --input=SOURCE      read SOURCE instead of stdin"
+	    " (-: stdin, even a tty)\n"
+	    "  -l, --lock              serialize with other ponywrite -l runs\n"
+	    "  -m, --mode=MODE         mode of the new file (octal or"
+	    " symbolic)\n"
+	    "  -o, --owner=OWNER[:GROUP]\n"
+	    "                          owner (and group) of the new file\n"
+	    "  -p, --parents           create missing parent directories\n"
+	    "  -P, --no-dereference    replace a symbolic link itself\n"
+	    "  -S, --suffix=SUFFIX     backup suffix instead of ~\n"
+	    "  -v, --verbose           say what was done\n"
+	    "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
+	    " (implies -l)\n"
+	    "      --no-sync           keep old-or-new, skip the directory"
+	    " flush\n"
+	    "      --print-changed     print TARGET on stdout if it changed\n"
+	    "      --help              print this help and exit\n"
+	    "      --version           print the version and exit\n"
+	    "      --                  end the options\n"
+	    "\nSee ponywrite(1) for the details.\n", stdout);
 }
 
 /* Error handling: remove what we made, say why, exit. */
@@ -240,12 +261,74 @@ usage_error(const char *fmt, const char *arg)
 }
 
 static _Noreturn void
-bad_option(int ch, const char *arg)
+try_help(void)
 {
-	char flag[3] = { '-', (char)optopt, '\0' };
+	fputs("\nTry 'ponywrite --help' for more information.\n", stderr);
+	exit(2);
+}
 
-	usage_error(ch == ':' ? "option requires an argument: %s" :
-	    "unknown option: %s", optopt != 0 ? flag : arg);
+/* A bad option or value: one line and a hint, as GNU tools give. */
+static _Noreturn void
+usage_hint(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ponywrite: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	try_help();
+}
+
+/* Name a bad long option ARG as the user typed it. */
+static _Noreturn void
+bad_long_option(const char *arg, const struct option *lo)
+{
+	const char *name = arg + 2;
+	const struct option *o, *hit = NULL;
+	int len = (int)strcspn(name, "="), n = 0;
+
+	for (o = lo; o->name != NULL && n < 2; o++)
+		if (strncmp(o->name, name, len) == 0) {
+			hit = o;
+			n = strlen(o->name) == (size_t)len ? 2 : n + 1;
+		}
+	if (n == 0)
+		usage_hint("unrecognized option '%s'", arg);
+	if (strlen(hit->name) != (size_t)len && n > 1) {
+		fprintf(stderr, "ponywrite: option '--%.*s' is ambiguous;"
+		    " possibilities:", len, name);
+		for (o = lo; o->name != NULL; o++)
+			if (strncmp(o->name, name, len) == 0)
+				fprintf(stderr, " '--%s'", o->name);
+		try_help();
+	}
+	if (name[len] == '=')
+		usage_hint("option '--%s' doesn't allow an argument",
+		    hit->name);
+	usage_hint("option '--%s' requires an argument", hit->name);
+}
+
+/* Values of the options that have no letter, out of the way of letters. */
+enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
+
+/*
+ * getopt_long's error: a long option's is named from its text, which the
+ * failed element ends with; a short option's is in optopt.
+ */
+static _Noreturn void
+bad_option(int ch, const char *shortopts, int argc, const char *const argv[],
+    const struct option *lo)
+{
+	/* musl counts past the end for a missing argument. */
+	const char *arg = argv[(optind > argc ? argc : optind) - 1];
+
+	if (ch == ':' ? strncmp(arg, "--", 2) == 0 : optopt == 0 ||
+	    optopt >= OPT_LONG || strchr(shortopts, optopt) != NULL)
+		bad_long_option(arg, lo);
+	if (ch == ':')
+		usage_hint("option requires an argument -- '%c'", optopt);
+	usage_hint("invalid option -- '%c'", optopt);
 }
 
 /* After --help and --version: a full disk must not go unnoticed. */
@@ -347,16 +430,6 @@ xopenat(int atfd, const char *path, int flags, mode_t mode)
 	while ((fd = openat(atfd, path, flags, mode)) < 0 && errno == EINTR)
 		;
 	return fd;
-}
-
-static int
-xflock(int fd, int op)
-{
-	int r;
-
-	while ((r = flock(fd, op)) < 0 && errno == EINTR)
-		;
-	return r;
 }
 
 static char *
@@ -466,16 +539,24 @@ parse_number(const char *s, unsigned long *n)
 	return *end != '\0' || errno != 0 ? -1 : 0;
 }
 
+/* A user name or number; with GID, also that user's login group. */
 static uid_t
-parse_owner(const char *s)
+parse_user(const char *s, gid_t *gid)
 {
 	struct passwd *pw;
 	unsigned long n;
 
-	if (parse_number(s, &n) == 0 && n == (uid_t)n && (uid_t)n != (uid_t)-1)
-		return n;
-	if ((pw = getpwnam(s)) == NULL)
-		usage_error("unknown user: '%s'", s);
+	if (parse_number(s, &n) == 0 && n == (uid_t)n &&
+	    (uid_t)n != (uid_t)-1) {
+		if (gid == NULL)
+			return n;
+		/* cppcheck-suppress getpwuidCalled */
+		if ((pw = getpwuid(n)) == NULL)
+			usage_hint("user '%s' has no login group", s);
+	} else if ((pw = getpwnam(s)) == NULL)
+		usage_hint("unknown user: '%s'", s);
+	if (gid != NULL)
+		*gid = pw->pw_gid;
 	return pw->pw_uid;
 }
 
@@ -488,8 +569,50 @@ parse_group(const char *s)
 	if (parse_number(s, &n) == 0 && n == (gid_t)n && (gid_t)n != (gid_t)-1)
 		return n;
 	if ((gr = getgrnam(s)) == NULL)
-		usage_error("unknown group: '%s'", s);
+		usage_hint("unknown group: '%s'", s);
 	return gr->gr_gid;
+}
+
+/*
+ * -o as chown(1): OWNER, OWNER:GROUP, OWNER: (and OWNER's login group) or
+ * :GROUP.
+ */
+static void
+parse_owner(const char *s)
+{
+	const char *colon = strchr(s, ':');
+	char user[256];
+
+	if (colon == NULL) {
+		opt.uid = parse_user(s, NULL);
+		return;
+	}
+	if (colon == s && colon[1] == '\0')
+		usage_hint("invalid owner: '%s'", s);
+	if (colon[1] != '\0')
+		opt.gid = parse_group(colon + 1);
+	if (colon == s)
+		return;
+	if ((size_t)(colon - s) >= sizeof user)
+		usage_hint("unknown user: '%.*s'", (int)(colon - s), s);
+	snprintf(user, sizeof user, "%.*s", (int)(colon - s), s);
+	opt.uid = parse_user(user, colon[1] == '\0' ? &opt.gid : NULL);
+}
+
+/* -w: seconds as flock -w takes them, fractions allowed. */
+static void
+parse_wait(const char *s)
+{
+	char *end;
+
+	errno = 0;
+	opt.waitarg = s;
+	opt.wait = strtod(s, &end);
+	if (s[strspn(s, "0123456789.")] != '\0')
+		opt.wait = -1;
+	if (end == s || *end != '\0' || errno != 0 ||
+	    !(opt.wait >= 0 && opt.wait <= 1e8))
+		usage_hint("invalid number of seconds: '%s'", s);
 }
 
 static void
@@ -501,24 +624,27 @@ parse_options(int argc, char *argv[])
 		{ "if-changed",		no_argument,		NULL, 'C' },
 		{ "no-empty",		no_argument,		NULL, 'E' },
 		{ "group",		required_argument,	NULL, 'g' },
-		{ "help",		no_argument,		NULL, 'h' },
+		{ "help",		no_argument,		NULL, OPT_HELP },
 		{ "input",		required_argument,	NULL, 'i' },
 		{ "lock",		no_argument,		NULL, 'l' },
 		{ "mode",		required_argument,	NULL, 'm' },
-		{ "no-sync",		no_argument,		NULL, 'N' },
+		{ "no-sync",		no_argument,		NULL, OPT_NOSYNC },
 		{ "owner",		required_argument,	NULL, 'o' },
 		{ "parents",		no_argument,		NULL, 'p' },
+		{ "print-changed",	no_argument,		NULL, OPT_PRINT },
 		{ "no-dereference",	no_argument,		NULL, 'P' },
 		{ "suffix",		required_argument,	NULL, 'S' },
 		{ "verbose",		no_argument,		NULL, 'v' },
-		{ "version",		no_argument,		NULL, 'V' },
+		{ "version",		no_argument,		NULL, OPT_VERSION },
+		{ "wait",		required_argument,	NULL, 'w' },
 		{ NULL,			0,			NULL, 0 }
 	};
+	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:vw:";
 	mode_t unused;
 	int ch;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "+:abCEg:i:lm:o:pPS:v", longopts,
+	while ((ch = getopt_long(argc, argv, shortopts, longopts,
 	    NULL)) != -1) {
 		switch (ch) {
 		case 'a': opt.append = 1; break;
@@ -526,18 +652,21 @@ parse_options(int argc, char *argv[])
 		case 'C': opt.ifchanged = 1; break;
 		case 'E': opt.noempty = 1; break;
 		case 'g': opt.gid = parse_group(optarg); break;
-		case 'h': help(); close_stdout();
 		case 'i': opt.input = optarg; break;
 		case 'l': opt.lock = 1; break;
 		case 'm': opt.mode = optarg; break;
-		case 'N': opt.sync = 0; break;
-		case 'o': opt.uid = parse_owner(optarg); break;
+		case 'o': parse_owner(optarg); break;
 		case 'p': opt.parents = 1; break;
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
 		case 'v': opt.verbose = 1; break;
-		case 'V': puts("ponywrite " VERSION); close_stdout();
-		default: bad_option(ch, argv[optind - 1]);
+		case 'w': parse_wait(optarg); break;
+		case OPT_HELP: help(); close_stdout();
+		case OPT_NOSYNC: opt.sync = 0; break;
+		case OPT_PRINT: opt.printchanged = 1; break;
+		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
+		default: bad_option(ch, shortopts, argc,
+		    (const char *const *)argv, longopts);
 		}
 	}
 	argv += optind;
@@ -546,13 +675,19 @@ parse_options(int argc, char *argv[])
 	if (*argv != NULL)
 		opt.command = argv;
 	if (opt.command != NULL && opt.input != NULL)
-		usage_error("-i cannot be combined with a command%s", "");
+		usage_hint("-i cannot be combined with a command");
+	/* A script that forgot its redirect must not wait for a Ctrl-D. */
+	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
+		usage_hint("stdin: is a terminal; use -i - to read from it");
 	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
-		usage_error("invalid mode: '%s'", opt.mode);
+		usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
-		usage_error("invalid suffix: '%s'", opt.suffix);
+		usage_hint("invalid suffix: '%s'", opt.suffix);
 	if (opt.command != NULL)
 		failstatus = 125;
+	/* Two appends of the same old content would lose a line; -w waits. */
+	if (opt.append || opt.wait >= 0)
+		opt.lock = 1;
 }
 
 /* Signals: remove the temporary file and die by the same signal. */
@@ -709,6 +844,15 @@ make_parents(int atfd, const char *path)
 	return fd;
 }
 
+/* A directory that cannot be opened; behind a link, the link comes first. */
+static _Noreturn void
+fail_dir(const char *display)
+{
+	if (tgt.linked)
+		fail(opt.target, "%s: %s", display, strerror(errno));
+	fail_errno(display);
+}
+
 /* Open directory PATH (relative to ATFD); DISPLAY names it in messages. */
 static void
 enter_dir(int atfd, const char *path, char *display)
@@ -717,7 +861,7 @@ enter_dir(int atfd, const char *path, char *display)
 	    open_dir_at(atfd, path);
 
 	if (fd < 0)
-		fail_errno(display);
+		fail_dir(display);
 	if (tgt.dirfd >= 0)
 		close(tgt.dirfd);
 	tgt.dirfd = fd;
@@ -816,6 +960,7 @@ follow_link(const struct stat *st)
 
 	check_proc_link();
 	check_protected_link(st);
+	tgt.linked = 1;
 	link = read_link(st);
 	split_path(link, &dir, &name);
 	if (strchr(link, '/') == NULL)
@@ -926,10 +1071,103 @@ still_named(int fd, const char *name)
 	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
 }
 
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	lock_timeout = 1;
+}
+
 /*
- * A missing target is locked through ".NAME.ponywrite-lock", removed on exit:
- * a name no other program uses, opened without blocking and only if it is a
- * regular file, so that a FIFO planted there cannot hang us.
+ * -w: SIGALRM interrupts flock(2) once the time is up, and every 10 ms after
+ * that, in case it came just before flock was entered.  Zero stops it.
+ */
+static void
+set_lock_timer(double seconds)
+{
+	static struct sigaction orig;
+	struct sigaction sa;
+	struct itimerval it;
+
+	memset(&sa, 0, sizeof sa);
+	memset(&it, 0, sizeof it);
+	if (seconds > 0) {
+		sa.sa_handler = on_alarm;
+		sigaction(SIGALRM, &sa, &orig);
+		it.it_value.tv_sec = (time_t)seconds;
+		it.it_value.tv_usec = (seconds - (time_t)seconds) * 1e6 + 1;
+		it.it_interval.tv_usec = 10000;
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+	if (seconds == 0)
+		sigaction(SIGALRM, &orig, NULL);
+}
+
+/* Take the lock on FD, giving up as -w says. */
+static void
+wait_lock(int fd)
+{
+	int r;
+
+	while ((r = flock(fd, LOCK_EX | (opt.wait == 0 ? LOCK_NB : 0))) < 0 &&
+	    errno == EINTR && !lock_timeout)
+		;
+	if (r == 0)
+		return;
+	if (lock_timeout || errno == EWOULDBLOCK)
+		fail(opt.target, "lock is busy: gave up after %s seconds (-w)",
+		    opt.waitarg);
+	fail(opt.target, "cannot lock: %s", strerror(errno));
+}
+
+/*
+ * Is there nothing to flock(2) at the target's name: no file, or a symbolic
+ * link that -P replaces?
+ */
+static int
+nothing_to_lock(void)
+{
+	if (fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0) {
+		tgt.exists = 0;
+		return errno == ENOENT;
+	}
+	tgt.exists = 1;
+	return S_ISLNK(tgt.st.st_mode) && opt.nofollow;
+}
+
+/*
+ * Open an existing lock file without O_CREAT, which protected_regular refuses
+ * on another user's file in a sticky directory; else create it, readable by
+ * everyone whatever the umask, so that another user can wait on it too.
+ */
+static int
+open_lock_file(const char *name)
+{
+	mode_t mask;
+	int fd;
+
+	for (;;) {
+		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC, 0);
+		if (fd >= 0 || errno != ENOENT)
+			return fd;
+		mask = umask(0);
+		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
+		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+		umask(mask);
+		if (fd < 0 && errno != EEXIST)
+			fail(tgt.dirpath, "cannot create a lock file in this"
+			    " directory: %s", strerror(errno));
+		if (fd >= 0)
+			return fd;
+	}
+}
+
+/*
+ * A missing target (or a link -P replaces) is locked through
+ * ".NAME.ponywrite-lock", removed on exit: a name no other program uses,
+ * opened without blocking and only if it is a regular file, so that a FIFO
+ * planted there cannot hang us.
  */
 static int
 lock_missing(void)
@@ -940,21 +1178,23 @@ lock_missing(void)
 
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
 	    tgt.name);
-	if ((fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC, 0644)) < 0 || fstat(fd, &st) < 0)
+	if ((fd = open_lock_file(name)) < 0 || fstat(fd, &st) < 0)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "cannot lock: %s is not a regular file", name);
-	if (xflock(fd, LOCK_EX) < 0)
-		fail(opt.target, "cannot lock: %s", strerror(errno));
-	if (still_named(fd, name) &&
-	    fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0 &&
-	    errno == ENOENT) {
+	wait_lock(fd);
+	if (!still_named(fd, name)) {
+		close(fd);
+		return 0;
+	}
+	if (nothing_to_lock()) {
 		block_signals();
 		memcpy(lockname, name, sizeof name);
 		unblock_signals();
 		return 1;
 	}
+	/* The target came meanwhile: whoever holds the lock file removes it. */
+	unlinkat(tgt.dirfd, name, 0);
 	close(fd);
 	return 0;
 }
@@ -967,16 +1207,16 @@ lock_missing(void)
 static void
 lock_target(void)
 {
+	if (opt.wait > 0)
+		set_lock_timer(opt.wait);
 	for (;;) {
 		open_target();
 		if (!tgt.regular && lock_missing())
-			return;
+			break;
 		if (tgt.regular) {
-			if (xflock(tgt.fd, LOCK_EX) < 0)
-				fail(opt.target, "cannot lock: %s",
-				    strerror(errno));
+			wait_lock(tgt.fd);
 			if (still_named(tgt.fd, tgt.name))
-				return;
+				break;
 			close(tgt.fd);
 			tgt.fd = -1;
 		}
@@ -988,6 +1228,23 @@ lock_target(void)
 		    !(S_ISLNK(tgt.st.st_mode) && opt.nofollow))
 			fail(opt.target, "not a regular file");
 	}
+	if (opt.wait > 0)
+		set_lock_timer(0);
+}
+
+/*
+ * -l: lock the new file before it takes the target's name, so that a run
+ * that opens it waits until we exit (-b renames once more after it).  The
+ * duplicate holds the lock once commit closes FD.
+ */
+static void
+lock_new_file(int fd)
+{
+	int dup;
+
+	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
+	    flock(dup, LOCK_EX | LOCK_NB) < 0)
+		fail(opt.target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1129,6 +1386,17 @@ hidden_name(char *dst, const char *name, const char *suffix)
 	random_chars(dst + n, RANDOM_LEN);
 }
 
+/* The directory is named as given, or, behind a link, the link first. */
+static _Noreturn void
+fail_temp(int e)
+{
+	if (tgt.linked)
+		fail(opt.target, "cannot create a temporary file in %s: %s",
+		    tgt.dirpath, strerror(e));
+	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
+	    " %s", strerror(e));
+}
+
 static int
 create_temp(void)
 {
@@ -1145,11 +1413,9 @@ create_temp(void)
 		if (fd >= 0)
 			return fd;
 		if (errno != EEXIST && errno != EINTR)
-			fail(tgt.dirpath, "cannot create a temporary file in"
-			    " this directory: %s", strerror(errno));
+			fail_temp(errno);
 	}
-	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
-	    " %s", strerror(EEXIST));
+	fail_temp(EEXIST);
 }
 
 /* Step 3: fill it. */
@@ -1315,10 +1581,22 @@ copy_old(int out)
 	    opt.target) : 0;
 }
 
+/* "ponywrite target -v": an option after the target was taken for a command. */
+static int
+misplaced_option(const char *cmd, int status)
+{
+	return *cmd == '-' && WIFEXITED(status) &&
+	    (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127);
+}
+
 static void
 describe_status(const char *cmd, int status)
 {
-	if (WIFSIGNALED(status))
+	if (misplaced_option(cmd, status))
+		warnx(opt.target, "not replaced: command '%s' %s (options go"
+		    " before the target)", cmd, WEXITSTATUS(status) == 127 ?
+		    "not found" : "could not be run");
+	else if (WIFSIGNALED(status))
 		warnx(opt.target, "not replaced: %s killed by signal %d", cmd,
 		    WTERMSIG(status));
 	else
@@ -1341,7 +1619,8 @@ exec_command(int out)
 		_exit(125);
 	execvp(opt.command[0], opt.command);
 	e = errno;
-	warnx(opt.command[0], "%s", strerror(e));
+	if (*opt.command[0] != '-')
+		warnx(opt.command[0], "%s", strerror(e));
 	_exit(e == ENOENT ? 127 : 126);
 }
 
@@ -1628,8 +1907,12 @@ commit(int fd)
 
 	if (close(fd) < 0)
 		fail_errno(opt.target);
-	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)
+	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0) {
+		if (errno == EBUSY)
+			fail(opt.target, "is a mount point and cannot be"
+			    " replaced: %s", strerror(errno));
 		fail_errno(opt.target);
+	}
 	tmpname[0] = '\0';
 	if (rename_backup() < 0)
 		status = late;
@@ -1661,6 +1944,18 @@ finish_unchanged(void)
 	return 0;
 }
 
+/* --print-changed: the target's name on stdout, once it has changed. */
+static int
+print_changed(int status)
+{
+	if (printf("%s\n", opt.target) < 0 || fflush(stdout) != 0) {
+		warnx(opt.target, "replaced, but its name could not be written"
+		    " to stdout: %s", strerror(errno));
+		return opt.command != NULL ? 125 : 3;
+	}
+	return status;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -1684,9 +1979,13 @@ main(int argc, char *argv[])
 	apply_metadata(fd);
 	if (flush_fd(fd) < 0)
 		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
+	if (opt.lock)
+		lock_new_file(fd);
 	block_signals();
 	link_backup();
 	status = commit(fd);
+	if (opt.printchanged)
+		status = print_changed(status);
 	remove_litter();
 	unblock_signals();
 	return status;

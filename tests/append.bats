@@ -235,3 +235,35 @@ load features_helpers
 	diff <(seq 30 | sed 's/^/line /' | sort) <(sort log)
 	[ "$(listing)" = log ] || fail "directory holds: $(listing)"
 }
+
+@test "-a without -l: 50 parallel appends lose nothing (-a takes the lock)" {
+	: > log
+	pids=()
+	for i in $(seq 50); do
+		echo "line $i" | "$PONYWRITE" --no-sync -a log 3>&- &
+		pids+=($!)
+	done
+	failed=0
+	for p in "${pids[@]}"; do
+		wait "$p" || failed=$((failed + 1))
+	done
+	[ "$failed" -eq 0 ] || fail "$failed runs failed"
+	diff <(seq 50 | sed 's/^/line /' | sort) <(sort log) ||
+	    fail "log has $(wc -l < log) lines, not 50"
+	[ "$(listing)" = log ] || fail "directory holds: $(listing)"
+}
+
+@test "-a on a missing target in an unwritable directory names the directory" {
+	unpriv_setup
+	mkdir ro
+	chmod 0555 ro
+	run --separate-stderr unpriv "$PONYWRITE" -a ro/t < <(printf 'x\n')
+	assert_status 1
+	assert_stderr "ponywrite: ro: cannot create a lock file in this directory: Permission denied"
+	[ "$(listing ro)" = "" ] || fail "ro holds: $(listing ro)"
+	run --separate-stderr unpriv "$PONYWRITE" -a ro/t echo x
+	assert_status 125
+	assert_stderr "ponywrite: ro: cannot create a lock file in this directory: Permission denied; target not replaced"
+	chmod 0755 ro
+	assert_no_litter
+}

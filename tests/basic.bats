@@ -159,12 +159,12 @@ load helpers
 	assert_no_litter
 }
 
-@test "a terminal on stdin is read like any other input" {
+@test "a terminal on stdin is read like any other input with -i -" {
 	require_cmd script
 	echo old > t
 	# script(1) gives ponywrite a pseudo-terminal; ^D ends the input.
 	run timeout 10 bash -c 'printf "typed line\n\004" |
-	    script -qec "\"$1\" t" /dev/null' _ "$PONYWRITE"
+	    script -qec "\"$1\" -i - t" /dev/null' _ "$PONYWRITE"
 	[ "$status" -ne 124 ] || fail "ponywrite hung on a terminal"
 	assert_status 0
 	assert_content t $'typed line\n'

@@ -3,9 +3,10 @@
 
 load helpers
 
-USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner] [-g group] [-S suffix]'
-USAGE2='                 [--no-sync] target [command [argument ...]]'
-USAGE3='       ponywrite --help | --version'
+USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
+USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
+USAGE3='                 [--print-changed] target [command [argument ...]]'
+USAGE4='       ponywrite --help | --version'
 
 @test "no arguments: exit 2, missing target and usage on stderr" {
 	run --separate-stderr "$PONYWRITE" </dev/null
@@ -15,7 +16,8 @@ USAGE3='       ponywrite --help | --version'
 	    fail "first line: $(head -1 <<<"$stderr")"
 	assert_stderr_has "$USAGE1
 $USAGE2
-$USAGE3"
+$USAGE3
+$USAGE4"
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
 }
 
@@ -30,16 +32,40 @@ $USAGE3"
 	run --separate-stderr "$PONYWRITE" --help
 	assert_status 0
 	[ -z "$stderr" ] || fail "stderr: $stderr"
-	[ "$(head -3 <<<"$output")" = "$USAGE1
+	[ "$(head -4 <<<"$output")" = "$USAGE1
 $USAGE2
-$USAGE3" ] || fail "usage lines: $output"
-	# The short option list mentions every option.
-	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S --no-sync --append --backup \
-	    --if-changed --no-empty --lock --parents --no-dereference --verbose \
-	    --input --mode --owner --group --suffix --help --version; do
-		[[ $output == *"$o"* ]] || fail "--help does not mention $o"
+$USAGE3
+$USAGE4" ] || fail "usage lines: $output"
+	# The option list mentions every option, one per line.
+	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S -w --no-sync --append \
+	    --backup --if-changed --no-empty --lock --parents --no-dereference \
+	    --verbose --input --mode --owner --group --suffix --wait \
+	    --print-changed --help --version --; do
+		grep -qE -- "^  ( *|-., )$o([ =,]|$)" <<<"$output" ||
+		    fail "--help does not list $o"
 	done
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
+}
+
+@test "--help fits 80 columns, says options come first, points to the manual" {
+	run --separate-stderr "$PONYWRITE" --help
+	assert_status 0
+	long=$(awk 'length($0) >= 80' <<<"$output")
+	[ -z "$long" ] || fail "lines of 80 columns or more: $long"
+	[[ $(grep -v $'\t' <<<"$output") == "$output" ]] || fail "a tab in --help"
+	[[ $output == *"Options come before TARGET"* ]] ||
+	    fail "--help does not say options come before the target"
+	[[ $output == *"ponywrite(1)"* ]] || fail "--help does not point to ponywrite(1)"
+}
+
+@test "the usage matches the man page's SYNOPSIS" {
+	require_cmd mandoc
+	synopsis=$(MANWIDTH=200 mandoc -Tascii "$BATS_TEST_DIRNAME/../ponywrite.1" |
+	    col -bx | sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' | sed '1d;$d' | tr -s ' \n' ' ')
+	usage=$(printf '%s\n' "$USAGE1" "$USAGE2" "$USAGE3" "$USAGE4" |
+	    sed 's/^usage: //' | tr -s ' \n' ' ')
+	[ "$synopsis" = " $usage" ] || fail "SYNOPSIS: $synopsis
+usage: $usage"
 }
 
 @test "--version prints ponywrite VERSION" {
@@ -59,29 +85,85 @@ $USAGE3" ] || fail "usage lines: $output"
 	assert_stderr "ponywrite: stdout: No space left on device"
 }
 
-@test "unknown option: exit 2, usage, nothing done" {
-	for opt in -Z --bogus --verbose=yes; do
-		run --separate-stderr "$PONYWRITE" "$opt" t < <(echo new)
-		assert_status 2
-		[ -z "$output" ] || fail "stdout: $output"
-		assert_stderr_has "$USAGE1"
-		[ ! -e t ] || fail "t created by $opt"
-	done
+HINT="Try 'ponywrite --help' for more information."
+
+# bad_usage MESSAGE ARG...: ponywrite ARG... t exits 2 with MESSAGE and the
+# hint, and leaves t (an existing file) untouched and no litter.
+bad_usage()
+{
+	local msg=$1
+	shift
 	echo old > t
 	snapshot t
-	run --separate-stderr "$PONYWRITE" -Z t < <(echo new)
+	run --separate-stderr "$PONYWRITE" "$@" < <(echo new)
 	assert_status 2
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_stderr "ponywrite: $msg
+$HINT"
 	assert_untouched t
 	assert_no_litter
 }
 
-@test "missing option argument: exit 2" {
-	for opt in -i -m -o -g -S --input --mode --owner --group --suffix; do
-		run --separate-stderr "$PONYWRITE" "$opt" </dev/null
+@test "unknown options: one line as typed and a hint, exit 2, nothing done" {
+	bad_usage "invalid option -- 'Z'" -Z t
+	bad_usage "invalid option -- 'Z'" -vZ t
+	bad_usage "invalid option -- 'h'" -h t
+	bad_usage "invalid option -- 'N'" --lock -vN t
+	bad_usage "unrecognized option '--bogus'" --bogus t
+	bad_usage "unrecognized option '--bogus=3'" --bogus=3 t
+	run --separate-stderr "$PONYWRITE" -Z new < <(echo new)
+	assert_status 2
+	[ ! -e new ] || fail "new created"
+}
+
+@test "a long option given an argument it does not take is named as typed" {
+	for o in no-empty append lock no-sync verbose backup if-changed parents \
+	    no-dereference help version; do
+		bad_usage "option '--$o' doesn't allow an argument" "--$o=1" t
+	done
+	bad_usage "option '--lock' doesn't allow an argument" --lock=yes t
+	# An abbreviation is named in full.
+	bad_usage "option '--no-empty' doesn't allow an argument" --no-e=1 t
+}
+
+@test "ambiguous abbreviations list the possibilities" {
+	bad_usage "option '--ver' is ambiguous; possibilities: '--verbose' '--version'" --ver t
+	bad_usage "option '--no' is ambiguous; possibilities: '--no-empty' '--no-sync' '--no-dereference'" --no t
+	bad_usage "option '--no' is ambiguous; possibilities: '--no-empty' '--no-sync' '--no-dereference'" --no=1 t
+	# Unambiguous abbreviations work.
+	run --separate-stderr "$PONYWRITE" --verb --no-s t < <(echo new)
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	assert_content t $'new\n'
+}
+
+@test "missing option argument: one line naming the option as typed, exit 2" {
+	for o in i m o g S; do
+		run --separate-stderr "$PONYWRITE" "-$o" </dev/null
 		assert_status 2
-		assert_stderr_has "$USAGE1"
+		assert_stderr "ponywrite: option requires an argument -- '$o'
+$HINT"
+		run --separate-stderr "$PONYWRITE" -v"$o" </dev/null
+		assert_status 2
+		assert_stderr "ponywrite: option requires an argument -- '$o'
+$HINT"
+	done
+	for o in input mode owner group suffix; do
+		run --separate-stderr "$PONYWRITE" "--$o" </dev/null
+		assert_status 2
+		assert_stderr "ponywrite: option '--$o' requires an argument
+$HINT"
 	done
 	[ -z "$(ls -A)" ] || fail "created: $(ls -A)"
+}
+
+@test "bad values: one line and a hint, not the usage; exit 2, nothing done" {
+	bad_usage "unknown user: 'no_such_user_pw'" -o no_such_user_pw t
+	bad_usage "unknown group: 'no_such_group_pw'" --group=no_such_group_pw t
+	bad_usage "invalid mode: 'u+q'" -m u+q t
+	bad_usage "invalid mode: '8'" --mode=8 t
+	bad_usage "invalid suffix: 'a/b'" -b -S a/b t
+	bad_usage "-i cannot be combined with a command" -i - t echo x
 }
 
 @test "options stop at the first operand" {
@@ -135,5 +217,34 @@ $USAGE3" ] || fail "usage lines: $output"
 		[ ! -e ran ] || fail "the command ran"
 	done
 	assert_untouched t
+	assert_no_litter
+}
+
+@test "an option after the target: one line saying so, exit 127, nothing done" {
+	run -127 --separate-stderr "$PONYWRITE" a -v < <(echo new)
+	assert_status 127
+	[ -z "$output" ] || fail "stdout: $output"
+	assert_stderr "ponywrite: a: not replaced: command '-v' not found (options go before the target)"
+	[ ! -e a ] || fail "a was created"
+	assert_no_litter
+	echo old > a
+	snapshot a
+	run -127 --separate-stderr "$PONYWRITE" -C a --mode=0600 < <(echo new)
+	assert_status 127
+	assert_stderr "ponywrite: a: not replaced: command '--mode=0600' not found (options go before the target)"
+	assert_untouched a
+	assert_no_litter
+}
+
+@test "a command named like an option that cannot be run: one line, exit 126" {
+	mkdir bin
+	printf '#!/bin/sh\necho hi\n' > bin/-x
+	chmod 0644 bin/-x
+	echo old > a
+	snapshot a
+	run --separate-stderr env PATH="$PWD/bin" "$PONYWRITE" a -x
+	assert_status 126
+	assert_stderr "ponywrite: a: not replaced: command '-x' could not be run (options go before the target)"
+	assert_untouched a
 	assert_no_litter
 }

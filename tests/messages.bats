@@ -1,0 +1,68 @@
+#!/usr/bin/env bats
+# Messages name what the user gave: a symbolic link as typed, with where it
+# leads; a mount point as such.
+
+load helpers
+
+# musl's text for EBUSY differs from glibc's.
+if grep -q 'Symbolic link loop' "$PONYWRITE" 2>/dev/null; then
+	E_BUSY='Resource busy'
+else
+	E_BUSY='Device or resource busy'
+fi
+
+@test "a missing directory behind a symbolic link: the link is named, then the directory" {
+	mkdir sub
+	ln -s sub/nodir/t link
+	snapshot link
+	run --separate-stderr "$PONYWRITE" link < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: link: sub/nodir: No such file or directory"
+	assert_untouched link
+	assert_no_litter
+	run --separate-stderr "$PONYWRITE" link echo new
+	assert_status 125
+	assert_stderr "ponywrite: link: sub/nodir: No such file or directory; target not replaced"
+	assert_no_litter
+}
+
+@test "an unwritable directory behind a symbolic link: the link is named, then the directory" {
+	unpriv_setup
+	mkdir ro
+	echo old > ro/t
+	ln -s ro/t link
+	[ "$(id -u)" -ne 0 ] || chown -R nobody:nogroup ro link
+	chmod 0555 ro
+	snapshot ro/t link
+	run --separate-stderr unpriv "$PONYWRITE" link < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: link: cannot create a temporary file in ro: Permission denied"
+	assert_untouched ro/t link
+	# Without a link, the directory is named as before.
+	run --separate-stderr unpriv "$PONYWRITE" ro/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: ro: cannot create a temporary file in this directory: Permission denied"
+	assert_untouched ro/t
+	chmod 0755 ro
+	assert_no_litter
+}
+
+@test "a bind-mounted target: the message says it is a mount point (root)" {
+	require_root
+	require_cmd mount umount
+	echo mounted > src
+	echo old > t
+	mount --bind src t 2>/dev/null || skip "cannot bind-mount a file"
+	PW_MOUNTS+=("$WORK/t")
+	snapshot t src
+	run --separate-stderr "$PONYWRITE" t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_BUSY"
+	assert_untouched t src
+	assert_no_litter
+	run --separate-stderr "$PONYWRITE" -l t echo new
+	assert_status 125
+	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_BUSY; target not replaced"
+	assert_untouched t src
+	assert_no_litter
+}
