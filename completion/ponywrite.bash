@@ -18,8 +18,8 @@ _ponywrite()
 	local cur prev i word operands=0 first_operand=0 many=0 optarg=0
 	local opts='-a --append -b --backup -C --if-changed -E --no-empty
 	    -g --group -i --input -l --lock -m --mode -o --owner -p --parents
-	    -P --no-dereference -S --suffix -t -v --verbose -w --wait --batch=
-	    --no-sync --help --version'
+	    -P --no-dereference -S --suffix -v --verbose -w --wait
+	    --no-sync --print-changed --help --version'
 
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}
