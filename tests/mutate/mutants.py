@@ -45,8 +45,8 @@ M("cfr-error-ignored", "copy_span",
 M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "commit",
-  [("if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0)\n\t\tfail_errno(opt.target);",
-    "renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name);")],
+  [("if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0) {",
+    "if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < -1) {")],
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
@@ -208,3 +208,23 @@ M("input-offset-ignored", "copy_fd", [("(start = lseek(in, 0, SEEK_CUR)) >= 0", 
 M("growth-not-copied", "copy_regular",
   [("end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);", ";")],
   "input beyond its size at the start (growing, or /sys) is cut", "read")
+
+# --- -l, -a and -w: the lock
+M("lock-not-taken", "wait_lock",
+  [("while ((r = flock(fd, LOCK_EX | (opt.wait == 0 ? LOCK_NB : 0))) < 0 &&", "while ((r = 0) < 0 &&")],
+  "-l takes no lock: read-modify-write races", "lock")
+M("lock-stale-inode", "lock_target",
+  [("if (still_named(tgt.fd, tgt.name))\n\t\t\t\tbreak;", "break;")],
+  "a lock won on an inode replaced meanwhile is kept", "lock")
+M("append-without-lock", "parse_options",
+  [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
+  "-a does not take the lock: parallel appends lose lines", "append")
+M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(fd);", "")],
+  "the lock ends at the rename: -l -b loses a version", "lock")
+M("lock-file-left", "remove_litter", [("unlinkat(tgt.dirfd, lockname, 0);", ";")],
+  "-l on a missing target leaves its lock file", "litter")
+M("lock-wait-forever", "wait_lock",
+  [("if (lock_timeout || errno == EWOULDBLOCK)", "if (0)")],
+  "-w gives up with the wrong message", "lock")
+M("lock-file-umask", "open_lock_file", [("mask = umask(0);", "mask = umask(0), umask(mask);")],
+  "the lock file is created under the caller's umask: others cannot wait on it", "lock")
