@@ -221,6 +221,8 @@ $HINT"
 }
 
 @test "an option after the target: one line saying so, exit 127, nothing done" {
+	# A directory of PATH that the caller cannot search would make it 126.
+	export PATH=/usr/local/bin:/usr/bin:/bin
 	run -127 --separate-stderr "$PONYWRITE" a -v < <(echo new)
 	assert_status 127
 	[ -z "$output" ] || fail "stdout: $output"
