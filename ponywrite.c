@@ -1581,22 +1581,10 @@ copy_old(int out)
 	    opt.target) : 0;
 }
 
-/* "ponywrite target -v": an option after the target was taken for a command. */
-static int
-misplaced_option(const char *cmd, int status)
-{
-	return *cmd == '-' && WIFEXITED(status) &&
-	    (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127);
-}
-
 static void
 describe_status(const char *cmd, int status)
 {
-	if (misplaced_option(cmd, status))
-		warnx(opt.target, "not replaced: command '%s' %s (options go"
-		    " before the target)", cmd, WEXITSTATUS(status) == 127 ?
-		    "not found" : "could not be run");
-	else if (WIFSIGNALED(status))
+	if (WIFSIGNALED(status))
 		warnx(opt.target, "not replaced: %s killed by signal %d", cmd,
 		    WTERMSIG(status));
 	else
@@ -1604,8 +1592,9 @@ describe_status(const char *cmd, int status)
 		    cmd, WEXITSTATUS(status));
 }
 
+/* In the child: run the command; if it cannot be, tell the parent why. */
 static _Noreturn void
-exec_command(int out)
+exec_command(int out, int report)
 {
 	size_t i;
 	int e;
@@ -1619,9 +1608,29 @@ exec_command(int out)
 		_exit(125);
 	execvp(opt.command[0], opt.command);
 	e = errno;
-	if (*opt.command[0] != '-')
-		warnx(opt.command[0], "%s", strerror(e));
+	if (write(report, &e, sizeof e) != sizeof e)
+		_exit(125);
 	_exit(e == ENOENT ? 127 : 126);
+}
+
+/* One line for a command that could not be run: 127 not found, else 126. */
+static _Noreturn void
+exec_failed(pid_t pid, int e)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	child = 0;
+	remove_litter();
+	if (e == ENOENT)
+		warnx(opt.target, "not replaced: command '%s' not found%s",
+		    opt.command[0], *opt.command[0] == '-' ?
+		    " (options go before the target)" : "");
+	else
+		warnx(opt.target, "not replaced: command '%s' cannot be run:"
+		    " %s", opt.command[0], strerror(e));
+	exit(e == ENOENT ? 127 : 126);
 }
 
 static void
@@ -1650,6 +1659,13 @@ wait_command(pid_t pid)
 	    WEXITSTATUS(status));
 }
 
+static int
+cloexec_pipe(int p[2])
+{
+	return pipe(p) < 0 || fcntl(p[0], F_SETFD, FD_CLOEXEC) < 0 ||
+	    fcntl(p[1], F_SETFD, FD_CLOEXEC) < 0 ? -1 : 0;
+}
+
 /*
  * Command mode: the command writes into a pipe that is copied into the
  * temporary file until every writer has closed it, as $(command) reads:
@@ -1661,21 +1677,29 @@ run_command(int out)
 {
 	off_t size;
 	pid_t pid;
-	int p[2];
+	ssize_t n;
+	int p[2], report[2], e;
 
 	block_signals();
-	if (pipe(p) < 0 || fcntl(p[0], F_SETFD, FD_CLOEXEC) < 0 ||
-	    fcntl(p[1], F_SETFD, FD_CLOEXEC) < 0 || (pid = fork()) < 0)
+	if (cloexec_pipe(p) < 0 || cloexec_pipe(report) < 0 ||
+	    (pid = fork()) < 0)
 		fail(opt.target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	if (pid == 0)
-		exec_command(p[1]);
+		exec_command(p[1], report[1]);
 	child = pid;
 	unblock_signals();
-	/* Holding the writing end ourselves, we would wait for ever. */
-	if (close(p[1]) < 0)
+	/* Holding a writing end ourselves, we would wait for ever. */
+	if (close(p[1]) < 0 || close(report[1]) < 0)
 		fail(opt.target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
+	/* End of file: the exec succeeded and closed the report pipe. */
+	if ((n = xread(report[0], &e, sizeof e)) < 0)
+		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		    strerror(errno));
+	close(report[0]);
+	if (n == sizeof e)
+		exec_failed(pid, e);
 	size = copy_fd(p[0], out, opt.command[0]);
 	close(p[0]);
 	wait_command(pid);

@@ -98,13 +98,12 @@ load features_helpers
 	run -127 --separate-stderr env PATH=/usr/bin:/bin \
 	    "$PONYWRITE" t ponywrite-no-such-command arg
 	assert_status 127
-	assert_stderr "ponywrite: ponywrite-no-such-command: No such file or directory
-ponywrite: t: not replaced: ponywrite-no-such-command exited with status 127"
+	assert_stderr "ponywrite: t: not replaced: command 'ponywrite-no-such-command' not found"
 	assert_untouched t
 	assert_no_litter
 	run -127 --separate-stderr "$PONYWRITE" t ./missing
 	assert_status 127
-	assert_stderr_has "ponywrite: ./missing: No such file or directory"
+	assert_stderr "ponywrite: t: not replaced: command './missing' not found"
 	assert_untouched t
 	assert_no_litter
 	run -127 --separate-stderr env PATH=/usr/bin:/bin \
@@ -122,14 +121,12 @@ ponywrite: t: not replaced: ponywrite-no-such-command exited with status 127"
 	snapshot t
 	run --separate-stderr "$PONYWRITE" t ./script
 	assert_status 126
-	assert_stderr "ponywrite: ./script: Permission denied
-ponywrite: t: not replaced: ./script exited with status 126"
+	assert_stderr "ponywrite: t: not replaced: command './script' cannot be run: Permission denied"
 	assert_untouched t
 	assert_no_litter
 	run --separate-stderr "$PONYWRITE" t ./dir
 	assert_status 126
-	assert_stderr "ponywrite: ./dir: Permission denied
-ponywrite: t: not replaced: ./dir exited with status 126"
+	assert_stderr "ponywrite: t: not replaced: command './dir' cannot be run: Permission denied"
 	assert_untouched t
 	assert_no_litter
 }
@@ -475,6 +472,16 @@ open("count", "w").write("int %d" % n)
 CMD
 	run python3 "$BATS_TEST_DIRNAME/pty-run" "$PONYWRITE" t python3 cmd
 	[ "$(cat count)" = "int 1" ] || fail "the command got: $(cat count); $output"
+	assert_untouched t
+	assert_no_litter
+}
+
+@test "a command that exits 127 itself is not taken for one not found" {
+	echo old > t
+	snapshot t
+	run --separate-stderr "$PONYWRITE" t sh -c 'echo x; exit 127'
+	assert_status 127
+	assert_stderr "ponywrite: t: not replaced: sh exited with status 127"
 	assert_untouched t
 	assert_no_litter
 }

@@ -246,7 +246,7 @@ $HINT"
 	snapshot a
 	run --separate-stderr env PATH="$PWD/bin" "$PONYWRITE" a -x
 	assert_status 126
-	assert_stderr "ponywrite: a: not replaced: command '-x' could not be run (options go before the target)"
+	assert_stderr "ponywrite: a: not replaced: command '-x' cannot be run: Permission denied"
 	assert_untouched a
 	assert_no_litter
 }
