@@ -1434,6 +1434,13 @@ dest_error(int e)
 	return e == ENOSPC || e == EDQUOT || e == EFBIG || e == EROFS;
 }
 
+/* Writing the new content failed: a full disk, a size limit, an I/O error. */
+static _Noreturn void
+fail_write(void)
+{
+	fail(opt.target, "cannot write the new content: %s", strerror(errno));
+}
+
 /* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
 static off_t
 copy_pread(int in, off_t from, int out, off_t to, off_t len,
@@ -1445,7 +1452,7 @@ copy_pread(int in, off_t from, int out, off_t to, off_t len,
 	while (done < len && (n = xpread(in, buf, len - done < BUFSIZE ?
 	    len - done : BUFSIZE, from + done)) > 0) {
 		if (xpwrite(out, buf, n, to + done) < 0)
-			fail_errno(opt.target);
+			fail_write();
 		done += n;
 	}
 	if (n < 0)
@@ -1470,7 +1477,7 @@ copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
 	    (n < 0 && errno == EINTR)))
 		done += n > 0 ? n : 0;
 	if (done < len && n < 0 && dest_error(errno))
-		fail_errno(opt.target);
+		fail_write();
 	if (done < len && n == 0)
 		return done;
 #endif
@@ -1510,7 +1517,7 @@ copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
 	while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)
 		;
 	if (n < 0 || lseek(out, base + end - start, SEEK_SET) < 0)
-		fail_errno(opt.target);
+		fail_write();
 	lseek(in, end, SEEK_SET);
 	return end - start;
 }
@@ -1543,12 +1550,12 @@ copy_fd(int in, int out, const char *inname)
 		if (n == 0)
 			return total;
 		if (dest_error(errno) || errno == EIO)
-			fail_errno(opt.target);
+			fail_write();
 	}
 #endif
 	while ((n = xread(in, buf, sizeof buf)) > 0) {
 		if (xwrite(out, buf, n) < 0)
-			fail_errno(opt.target);
+			fail_write();
 		total += n;
 	}
 	if (n < 0)

@@ -249,15 +249,15 @@ fails_untouched()
 	head -c 4M /dev/zero > "$BATS_TEST_TMPDIR/in"
 	run --separate-stderr "$PONYWRITE" mnt/t < "$BATS_TEST_TMPDIR/in"
 	assert_status 1
-	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_stderr "ponywrite: mnt/t: cannot write the new content: No space left on device"
 	assert_untouched mnt/t
 	run --separate-stderr "$PONYWRITE" -i "$BATS_TEST_TMPDIR/in" mnt/t </dev/null
 	assert_status 1
-	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_stderr "ponywrite: mnt/t: cannot write the new content: No space left on device"
 	assert_untouched mnt/t
 	run --separate-stderr bash -c 'cat "$2" | "$1" mnt/t' _ "$PONYWRITE" "$BATS_TEST_TMPDIR/in"
 	assert_status 1
-	assert_stderr "ponywrite: mnt/t: No space left on device"
+	assert_stderr "ponywrite: mnt/t: cannot write the new content: No space left on device"
 	assert_untouched mnt/t
 	assert_no_litter mnt lost+found
 	# The space is back: the temporary file's blocks were freed.
@@ -281,7 +281,7 @@ fails_untouched()
 		    esac' _ "$PONYWRITE" "$how" "$BATS_TEST_TMPDIR/in"
 		[ "$status" -ne $((128 + 25)) ] || fail "$how: killed by SIGXFSZ"
 		assert_status 1
-		assert_stderr "ponywrite: t: File too large"
+		assert_stderr "ponywrite: t: cannot write the new content: File too large"
 		assert_untouched t
 		assert_no_litter
 	done
@@ -474,7 +474,7 @@ occurrence()
 			run --separate-stderr inject "$how" -o /dev/null \
 			    -e inject="$sc":error="$err":when=1 "${extra[@]}"
 			assert_status 1
-			assert_stderr "ponywrite: t: $text"
+			assert_stderr "ponywrite: t: cannot write the new content: $text"
 			assert_untouched t
 			assert_no_litter
 		done <<-EOF
@@ -574,7 +574,7 @@ PY
 	snapshot t
 	run --separate-stderr bash -c 'ulimit -f 10; "$0" -i over t' "$PONYWRITE"
 	assert_status 1
-	assert_stderr "ponywrite: t: File too large"
+	assert_stderr "ponywrite: t: cannot write the new content: File too large"
 	assert_untouched t
 	assert_no_litter
 }
@@ -586,7 +586,7 @@ PY
 	snapshot t
 	run --separate-stderr bash -c 'ulimit -f 1; "$0" -i /proc/self/status t' "$PONYWRITE"
 	assert_status 1
-	assert_stderr "ponywrite: t: File too large"
+	assert_stderr "ponywrite: t: cannot write the new content: File too large"
 	assert_untouched t
 	assert_no_litter
 }
@@ -641,7 +641,7 @@ PY
 	    awk '$2 < $1' | wc -l)
 	[ "$short" -gt 0 ] || skip "no short pwrite here: $(cut -c1-60 "$BATS_TEST_TMPDIR/w.trace")"
 	assert_status 1
-	assert_stderr "ponywrite: m/t: No space left on device"
+	assert_stderr "ponywrite: m/t: cannot write the new content: No space left on device"
 	assert_untouched m/t
 	assert_no_litter m lost+found
 }
