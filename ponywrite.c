@@ -1240,10 +1240,12 @@ lock_target(void)
 static void
 lock_new_file(int fd)
 {
-	int dup;
+	int dup, r = -1;
 
-	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0 ||
-	    flock(dup, LOCK_EX | LOCK_NB) < 0)
+	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 3)) >= 0)
+		while ((r = flock(dup, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
+			;
+	if (r < 0)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 }
 
