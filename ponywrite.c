@@ -791,11 +791,13 @@ unblock_signals(void)
 static void
 open_std_fds(void)
 {
-	int fd;
+	int fd, held;
 
 	for (fd = 0; fd < 3; fd++)
 		if (fcntl(fd, F_GETFD) < 0) {
-			if (open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC) != fd)
+			/* The lowest free descriptor: fd itself. */
+			held = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (held != fd)
 				_exit(2);
 			if (fd == STDIN_FILENO)
 				stdin_closed = 1;

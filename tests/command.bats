@@ -479,7 +479,7 @@ CMD
 @test "a command that exits 127 itself is not taken for one not found" {
 	echo old > t
 	snapshot t
-	run --separate-stderr "$PONYWRITE" t sh -c 'echo x; exit 127'
+	run -127 --separate-stderr "$PONYWRITE" t sh -c 'echo x; exit 127'
 	assert_status 127
 	assert_stderr "ponywrite: t: not replaced: sh exited with status 127"
 	assert_untouched t
