@@ -36,7 +36,7 @@ M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\tfail_errno(inname);", "")]
 M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
   "a pread error of the input is taken as end of file", "read")
 M("splice-error-ignored", "copy_fd",
-  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_errno(opt.target);", "")],
+  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_write();", "")],
   "an ENOSPC or EIO from splice falls back to read(2) instead of failing",
   "write")
 M("cfr-error-ignored", "copy_span",
