@@ -315,3 +315,24 @@ load features_helpers
 	assert_regular f~
 	assert_no_litter
 }
+
+@test "-b: a backup that another run made the same file meanwhile leaves no hidden link" {
+	require_cmd strace
+	echo old > t
+	echo new > in
+	# Hold ponywrite just after it links the old file under a hidden name;
+	# meanwhile TARGET~ becomes another name of that same file.
+	strace -qq -o /dev/null -e trace=linkat -e inject=linkat:delay_exit=1000000 \
+	    "$PONYWRITE" -b -i in t 2>err &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -n "$(find . -name '.t~.*')" ] && break
+		sleep 0.02
+	done
+	[ -n "$(find . -name '.t~.*')" ] || fail "no hidden link appeared"
+	ln t t~
+	wait "$pid" || fail "ponywrite failed: $(cat err)"
+	assert_content t $'new\n'
+	assert_content t~ $'old\n'
+	assert_no_litter
+}

@@ -182,7 +182,7 @@ M("command-status-lost", "wait_command",
 M("command-failure-replaces", "wait_command",
   [("if (WIFEXITED(status) && WEXITSTATUS(status) == 0)", "if (1)")],
   "a failing command's output replaces the target", "command")
-M("exec-status", "exec_command", [("e == ENOENT ? 127 : 126", "126")],
+M("exec-status", "exec_failed", [("exit(e == ENOENT ? 127 : 126);", "exit(126);")],
   "a command not found exits 126", "status")
 M("signal-not-forwarded", "on_signal", [("kill(child, sig);", ";")],
   "a signal is not passed on to the command", "signals")
