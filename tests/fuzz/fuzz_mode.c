@@ -374,12 +374,12 @@ static int
 takes_argument(const char *arg)
 {
 	static const char *const longs[] = { "--group", "--input", "--mode",
-	    "--owner", "--suffix" };
+	    "--owner", "--suffix", "--wait" };
 	size_t i, n;
 
 	if (arg[0] == '-' && arg[1] != '-' && arg[1] != '\0') {
 		for (arg++; *arg != '\0'; arg++)
-			if (strchr("gimoS", *arg) != NULL)
+			if (strchr("gimoSw", *arg) != NULL)
 				return arg[1] == '\0';
 		return 0;
 	}
