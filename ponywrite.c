@@ -2276,12 +2276,13 @@ static void
 check_duplicates(void)
 {
 	struct job **v = xmalloc(njobs * sizeof *v);
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < njobs; i++)
-		v[i] = &jobs[i];
-	qsort(v, njobs, sizeof *v, by_place);
-	for (i = 1; i < njobs; i++)
+		if (jobs[i].state != FAILED)
+			v[n++] = &jobs[i];
+	qsort(v, n, sizeof *v, by_place);
+	for (i = 1; i < n; i++)
 		if (by_place(&v[i - 1], &v[i]) == 0) {
 			if (strcmp(v[i]->target, v[i - 1]->target) == 0)
 				warnx(v[i]->target, "given twice; each target"
