@@ -157,6 +157,12 @@ usage(FILE *fp)
 	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
 	    "                 [--print-changed] target"
 	    " [command [argument ...]]\n"
+	    "       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]"
+	    "\n                 [-g group] [-S suffix] [--no-sync]"
+	    " [--print-changed]\n                 source ...\n"
+	    "       ponywrite --batch=list [-bCEpPv] [-m mode]"
+	    " [-o owner[:group]] [-g group]\n"
+	    "                 [-S suffix] [--no-sync] [--print-changed]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -166,7 +172,8 @@ help(void)
 	usage(stdout);
 	fputs("\nReplace TARGET atomically and durably with standard input,"
 	    " SOURCE, or the\noutput of COMMAND.  Options come before TARGET;"
-	    " what follows it is COMMAND.\n\n"
+	    " what follows it is COMMAND.\nWith -t or --batch, replace many"
+	    " files; none before all of them are on disk.\n\n"
 	    "  -a, --append            append the input to the old content"
 	    " (implies -l)\n"
 	    "  -b, --backup            keep the previous version as TARGET~\n"
@@ -185,9 +192,14 @@ help(void)
 	    "  -p, --parents           create missing parent directories\n"
 	    "  -P, --no-dereference    replace a symbolic link itself\n"
 	    "  -S, --suffix=SUFFIX     backup suffix instead of ~\n"
+	    "  -t, --target-directory=DIRECTORY\n"
+	    "                          each SOURCE replaces DIRECTORY/its"
+	    " name\n"
 	    "  -v, --verbose           say what was done\n"
 	    "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
 	    " (implies -l)\n"
+	    "      --batch=LIST        replace the TARGET\\0SOURCE\\0 pairs of"
+	    " LIST (-: stdin)\n"
 	    "      --no-sync           keep old-or-new, skip the directory"
 	    " flush\n"
 	    "      --print-changed     print TARGET on stdout if it changed\n"
