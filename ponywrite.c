@@ -1900,10 +1900,11 @@ fill_temp(int fd)
 	if (opt.command != NULL)
 		added = run_command(fd);
 	else {
-		in = open_input();
+		in = tgt.in = open_input();
 		added = copy_fd(in, fd, input_name());
 		if (in != STDIN_FILENO)
 			close(in);
+		tgt.in = -1;
 	}
 	if (opt.noempty && added == 0)
 		fail(opt.target, "input is empty, not replaced (-E)");

@@ -441,3 +441,48 @@ ponywrite: nothing replaced"
 	assert_content d/c $'new c\n'
 	assert_no_litter
 }
+
+@test "a full disk while the files are written: exit 1, nothing replaced, no temporary file" {
+	mount_ext4 m 8
+	mkdir -p s
+	echo old > m/a
+	echo old > m/b
+	head -c 3000000 /dev/zero > s/a
+	head -c 6000000 /dev/zero > s/b
+	snapshot m/a m/b
+	run --separate-stderr "$PONYWRITE" -t m s/a s/b
+	assert_status 1
+	assert_stderr_has "ponywrite: m/b: cannot write the new content: No space left on device"
+	assert_stderr_has "ponywrite: nothing replaced: 1 of 2 targets failed"
+	assert_untouched m/a m/b
+	assert_no_litter m
+}
+
+@test "targets on two file systems: one syncfs each before the renames, one directory flush each after" {
+	mount_ext4 m 8
+	mkdir -p d s
+	echo x > s/x
+	trace_syncs --batch=<(pairs d/a s/x m/b s/x d/c s/x)
+	assert_status 0
+	[ "$(count_in_trace '^syncfs\(')" -eq 2 ] || fail "syncfs: $TRACE"
+	[ "$(count_in_trace '^fsync\(')" -eq 2 ] || fail "fsync: $TRACE"
+	printf '%s\n' "$TRACE" | grep -qE "^fsync\([0-9]+<$(pwd -P)/m>\)" ||
+	    fail "m not flushed: $TRACE"
+	assert_content m/b $'x\n'
+	assert_content d/c $'x\n'
+}
+
+@test "a few descriptors are enough for many files, and for many failures" {
+	mkdir -p d s bad
+	local i
+	for i in $(seq 1 300); do echo "$i" > "s/f$i"; mkdir "bad/f$i"; done
+	run --separate-stderr bash -c 'ulimit -n 32 && exec "$@"' sh "$PONYWRITE" -t d s/*
+	assert_status 0
+	assert_content d/f300 $'300\n'
+	run --separate-stderr bash -c 'ulimit -n 32 && exec "$@"' sh "$PONYWRITE" -t d bad/*
+	assert_status 1
+	assert_stderr_has "ponywrite: bad/f300: Is a directory"
+	assert_stderr_has "ponywrite: nothing replaced: 300 of 300 targets failed"
+	! grep -q "Too many open files" <<<"$stderr" || fail "descriptors leak: $stderr"
+	assert_no_litter
+}
