@@ -486,3 +486,26 @@ ponywrite: nothing replaced"
 	! grep -q "Too many open files" <<<"$stderr" || fail "descriptors leak: $stderr"
 	assert_no_litter
 }
+
+@test "a kernel before 5.8 (uname faked by setarch): each new file flushed, no syncfs" {
+	require_cmd setarch strace
+	setarch --uname-2.6 true 2>/dev/null || skip "setarch --uname-2.6 not supported"
+	mkdir -p one two s
+	echo x > s/x
+	echo same > one/c
+	cp -p one/c s/c
+	local log="$BATS_TEST_TMPDIR/old.trace"
+	pairs one/a s/x two/b s/x one/c s/c > "$BATS_TEST_TMPDIR/list"
+	run --separate-stderr setarch --uname-2.6 strace -f -qq -y -o "$log" \
+	    -e trace=fsync,fdatasync,syncfs,rename,renameat,renameat2 \
+	    "$PONYWRITE" -C --batch="$BATS_TEST_TMPDIR/list"
+	assert_status 0
+	! grep -q '^[0-9]* *syncfs' "$log" || fail "syncfs on an old kernel: $(cat "$log")"
+	# Two new files and the unchanged one flushed, then the renames, then both directories.
+	[ "$(grep -cE 'fsync\([0-9]+<[^>]*/\.(a|b)\.' "$log")" -eq 2 ] ||
+	    fail "new files not flushed each: $(cat "$log")"
+	grep -qE 'fsync\([0-9]+<[^>]*/one/c>' "$log" || fail "unchanged file not flushed: $(cat "$log")"
+	[ "$(grep -cE "fsync\([0-9]+<$(pwd -P)/(one|two)>\)" "$log")" -eq 2 ] ||
+	    fail "directories not flushed each: $(cat "$log")"
+	assert_content two/b $'x\n'
+}
