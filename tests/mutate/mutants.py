@@ -268,3 +268,6 @@ M("many-signals-not-held", "replace_many",
 M("many-unchanged-replaced", "prepare_job",
   [("if (opt.ifchanged && unchanged(jobfd, size))", "if (0)")],
   "-C replaces unchanged targets of a batch", "many")
+M("many-old-kernel-unflushed", "prepare_job",
+  [("if (perfile && flush_fd(jobfd) < 0)", "if (0)")],
+  "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
