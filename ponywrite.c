@@ -45,6 +45,11 @@
 #define HAVE_COPY_FILE_RANGE 1
 #define HAVE_PROCFS_MAGIC 0x9fa0	/* statfs f_type of /proc */
 #endif
+#ifdef SYNC_FILE_RANGE_WRITE
+#define HAVE_SYNC_FILE_RANGE 1
+#define SYNC_RANGE_WAIT	(SYNC_FILE_RANGE_WAIT_BEFORE | \
+	SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
+#endif
 #ifdef __has_include
 #if __has_include(<sys/random.h>)
 #include <sys/random.h>
@@ -67,8 +72,10 @@
 #define MAX_HOPS	40		/* symbolic links followed, as SYMLOOP_MAX */
 #define RANDOM_LEN	12		/* random characters in a temporary name */
 #define BUFSIZE		(128 * 1024)
-#define CHUNK		(1 << 30)	/* bytes asked of splice/copy_file_range */
+#define CHUNK		(1 << 30)	/* bytes asked of splice */
 #define MAX_OFF		((off_t)1 << 62)
+#define BEHIND_FROM	((off_t)64 << 20)	/* write behind past this size */
+#define WINDOW		((off_t)8 << 20)	/* ... a window at a time */
 
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
@@ -121,6 +128,7 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
     origchld;
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
+static off_t behind;			/* the first window not yet written out */
 
 static void
 usage(FILE *fp)
@@ -421,6 +429,18 @@ flush_fd(int fd)
 		;
 	return r;
 }
+
+#ifdef HAVE_SYNC_FILE_RANGE
+static int
+sync_range(int fd, off_t off, off_t len, unsigned int flags)
+{
+	int r;
+
+	while ((r = sync_file_range(fd, off, len, flags)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+#endif
 
 static int
 xopenat(int atfd, const char *path, int flags, mode_t mode)
@@ -1445,6 +1465,36 @@ fail_write(void)
 	fail(opt.target, "cannot write the new content: %s", strerror(errno));
 }
 
+/*
+ * Large input: past BEHIND_FROM bytes, start writing out each full window,
+ * wait for the one before it and drop that from the page cache, so that
+ * dirty memory stays at a window or two and other writers do not stall
+ * behind it.  An error here is a lost write, which fsync would not report
+ * again: it fails the run.
+ */
+static void
+write_behind(int fd, off_t end)
+{
+#ifdef HAVE_SYNC_FILE_RANGE
+	for (; end >= BEHIND_FROM && end - behind >= WINDOW; behind += WINDOW) {
+		if (sync_range(fd, behind, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
+		    (behind > 0 && sync_range(fd, behind - WINDOW, WINDOW,
+		    SYNC_RANGE_WAIT) < 0)) {
+			if (errno != ENOSYS)
+				fail_write();
+			behind = MAX_OFF;	/* not here: no windows */
+			return;
+		}
+		if (behind > 0)			/* advice: failing is harmless */
+			(void)posix_fadvise(fd, behind - WINDOW, WINDOW,
+			    POSIX_FADV_DONTNEED);
+	}
+#else
+	(void)fd;
+	(void)end;
+#endif
+}
+
 /* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
 static off_t
 copy_pread(int in, off_t from, int out, off_t to, off_t len,
@@ -1458,6 +1508,7 @@ copy_pread(int in, off_t from, int out, off_t to, off_t len,
 		if (xpwrite(out, buf, n, to + done) < 0)
 			fail_write();
 		done += n;
+		write_behind(out, to + done);
 	}
 	if (n < 0)
 		fail_errno(inname);
@@ -1476,10 +1527,13 @@ copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
 #ifdef HAVE_COPY_FILE_RANGE
 	ssize_t n;
 
+	/* A window at a time, for write_behind (a reflink dirties nothing). */
 	while (done < len && ((n = copy_file_range(in, &from, out, &to,
-	    len - done < CHUNK ? len - done : CHUNK, 0)) > 0 ||
-	    (n < 0 && errno == EINTR)))
+	    len - done < WINDOW ? len - done : WINDOW, 0)) > 0 ||
+	    (n < 0 && errno == EINTR))) {
 		done += n > 0 ? n : 0;
+		write_behind(out, to);
+	}
 	if (done < len && n < 0 && dest_error(errno))
 		fail_write();
 	if (done < len && n == 0)
@@ -1530,7 +1584,7 @@ static off_t
 copy_fd(int in, int out, const char *inname)
 {
 	struct stat st;
-	off_t total = 0, start;
+	off_t total = 0, start, at = lseek(out, 0, SEEK_CUR);
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
@@ -1540,8 +1594,7 @@ copy_fd(int in, int out, const char *inname)
 	/* st_size 0 may be a file of /proc: read(2) it. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
-		return copy_regular(in, start, &st, out, lseek(out, 0,
-		    SEEK_CUR), inname);
+		return copy_regular(in, start, &st, out, at, inname);
 #ifdef HAVE_SPLICE
 	if (S_ISFIFO(st.st_mode)) {
 #ifdef F_SETPIPE_SZ
@@ -1549,8 +1602,10 @@ copy_fd(int in, int out, const char *inname)
 		fcntl(in, F_SETPIPE_SZ, 1 << 20);
 #endif
 		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
-		    (n < 0 && errno == EINTR))
+		    (n < 0 && errno == EINTR)) {
 			total += n > 0 ? n : 0;
+			write_behind(out, at + total);
+		}
 		if (n == 0)
 			return total;
 		if (dest_error(errno) || errno == EIO)
@@ -1561,6 +1616,7 @@ copy_fd(int in, int out, const char *inname)
 		if (xwrite(out, buf, n) < 0)
 			fail_write();
 		total += n;
+		write_behind(out, at + total);
 	}
 	if (n < 0)
 		fail_errno(inname);
