@@ -9,9 +9,11 @@
  *
  *	1. resolve_target	find the real file and open its directory
  *	2. create_temp		.NAME.RANDOM, O_EXCL|O_NOFOLLOW, mode 0600
- *	3. fill_temp		copy the input (or run the command) into it
+ *	3. fill_temp		copy the input (or run the command) into it,
+ *				writing large input behind in windows
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
- *	5. flush_fd		fsync the temporary file
+ *	5. flush_temp		fsync the temporary file, or where the journal
+ *				orders it (ext4, XFS) wait for its data
  *	6. commit		rename it over the target, fsync the directory
  *
  * Any failure before step 6 removes the temporary file and leaves the target
