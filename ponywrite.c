@@ -1473,8 +1473,8 @@ fail_write(void)
 /*
  * Large input: past BEHIND_FROM bytes, start writing out each full window,
  * wait for the one before it and drop that from the page cache, so that
- * dirty memory stays at a window or two and other writers do not stall
- * behind it.  An error here is a lost write, which fsync would not report
+ * dirty memory stays bounded (BEHIND_FROM, then a window or two) and other
+ * writers do not stall behind it.  An error here is a lost write, which fsync would not report
  * again: it fails the run.
  */
 static void
@@ -1984,8 +1984,9 @@ journal_orders_data(int fd)
 #endif
 
 /*
- * Durable, the directory flush that follows then makes both durable in one
- * journal commit; with --no-sync, the next commit does.  Elsewhere: fsync.
+ * There the data, written and waited for, is enough: the directory flush
+ * after the rename commits the new inode and its name in one journal commit
+ * (with --no-sync, the next commit does).  Elsewhere: fsync.
  */
 static int
 flush_temp(int fd)
