@@ -133,7 +133,9 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
     origchld;
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
+#ifdef HAVE_SYNC_FILE_RANGE
 static off_t behind;			/* the first window not yet written out */
+#endif
 
 static void
 usage(FILE *fp)
@@ -1939,7 +1941,7 @@ apply_metadata(int fd)
 
 /* Step 5: the data on the device before the rename. */
 
-#ifdef HAVE_EXT4_MAGIC
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 /* ext2, ext3 and ext4 share a magic; sysfs tells whether there is a journal. */
 static int
 ext4_journaled(int fd)
