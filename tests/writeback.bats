@@ -36,7 +36,7 @@ trace_wb()
 	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/wb.err" || status=$?
 	grep -q 'PTRACE\|ptrace' "$BATS_TEST_TMPDIR/wb.err" &&
 	    skip "strace cannot trace here: $(head -1 "$BATS_TEST_TMPDIR/wb.err")"
-	stderr=$(grep -v '^ponywrite-strace' "$BATS_TEST_TMPDIR/wb.err" || :)
+	stderr=$(cat "$BATS_TEST_TMPDIR/wb.err")
 	WB=$(sed -E 's/^[0-9]+ +//' "$log")
 }
 
