@@ -93,6 +93,13 @@ blockcrash: ponywrite tests/blockcrash/recorder
 	BLOCKCRASH_TABLE_OUT=docs/blockcrash.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
+# The same matrix with --no-sync on every scenario (its table in docs/).
+blockcrash-nosync: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_NOSYNC=1 BLOCKCRASH_TABLE_OUT=docs/blockcrash-no-sync.md \
+	    PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
 tests/blockcrash/recorder: tests/blockcrash/recorder.c
 	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
@@ -135,5 +142,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening crashtest blockcrash mutate docs readme-tables install \
+	lint fuzz installcheck hardening crashtest blockcrash blockcrash-nosync mutate docs readme-tables install \
 	uninstall clean
