@@ -151,6 +151,7 @@ static struct job {
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
 	int	 exists, linked, flushdir;
+	int	 ordered;		/* its journal orders data (flush_data) */
 	struct stat st;
 	char	 tmpname[NAME_MAX + 1];	/* filled, waiting for its rename */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
@@ -2147,35 +2148,49 @@ ext4_journaled(int fd)
  * device cache first, so data written and waited for is on the disk before
  * the name is.  Not btrfs: its directory fsync logs the name, not the data.
  */
+#endif
+
 static int
 journal_orders_data(int fd)
 {
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	struct statfs sf;
 
 	if (fstatfs(fd, &sf) < 0)
 		return 0;
 	return sf.f_type == HAVE_XFS_MAGIC ||
 	    (sf.f_type == HAVE_EXT4_MAGIC && ext4_journaled(fd));
-}
+#else
+	(void)fd;
+	return 0;
 #endif
+}
 
 /*
- * There the data, written and waited for, is enough: the directory flush
- * after the rename commits the new inode and its name in one journal commit
- * (with --no-sync, the next commit does).  Elsewhere: fsync.
+ * There (ORDERED) the data, written and waited for, is enough: the directory
+ * flush after the rename commits the new inode and its name in one journal
+ * commit (with --no-sync, the next commit does).  Elsewhere: fsync.
  */
 static int
-flush_temp(int fd)
+flush_data(int fd, int ordered)
 {
-#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-	if (journal_orders_data(fd)) {
+#ifdef HAVE_SYNC_FILE_RANGE
+	if (ordered) {
 		if (sync_range(fd, 0, 0, SYNC_RANGE_WAIT) == 0)
 			return 0;
 		if (errno != ENOSYS)
 			return -1;
 	}
+#else
+	(void)ordered;
 #endif
 	return flush_fd(fd);
+}
+
+static int
+flush_temp(int fd)
+{
+	return flush_data(fd, journal_orders_data(fd));
 }
 
 /*
@@ -2302,13 +2317,16 @@ print_changed(int status)
 
 /*
  * Many files.  Each target goes through the steps above, with two changes:
- * no temporary file is renamed before all of them are durable, and the
- * flushes are made once per file system, not once per file:
+ * no temporary file is renamed before all of them are safe (step 5 of the
+ * protocol done for every one), and the flushes are made once per file
+ * system, not once per file:
  *
  *	1. resolve_job		each target's directory, opened before writing
- *	2-4. prepare_job	fill each temporary file, start its write-back
- *	5. flush_new_files	one syncfs per file system
- *	6. rename_jobs		rename each one over its target
+ *	2-4. prepare_job	fill each temporary file; where the journal
+ *				orders data (flush_data), wait for it, elsewhere
+ *				start its write-back
+ *	5. flush_new_files	elsewhere, one syncfs per file system
+ *	6. rename_job		rename each one over its target
  *	   flush_dirs		one flush per file system (its directory, or
  *				syncfs if its targets are in several)
  *
@@ -2409,6 +2427,8 @@ resolve_job(struct job *j)
 			break;
 		}
 	j->dirfd = jobs[j->dir].dirfd == -1 ? tgt.dirfd : jobs[j->dir].dirfd;
+	j->ordered = j->dir == (size_t)(j - jobs) ?
+	    journal_orders_data(j->dirfd) : jobs[j->dir].ordered;
 	tgt.dirfd = -1;
 }
 
@@ -2471,12 +2491,14 @@ prepare_job(struct job *j)
 		jobs[j->dir].flushdir |= perfile;
 	} else {
 		apply_metadata(jobfd);
-		if (perfile && flush_fd(jobfd) < 0)
+		/* Where the journal orders data, waiting for it is enough. */
+		if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)
 			fail(opt.target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
-		/* Start writing it now; syncfs reports any error. */
-		sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		/* Elsewhere start writing it now; syncfs reports any error. */
+		if (!perfile && !j->ordered)
+			sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
 	}
@@ -2493,6 +2515,17 @@ prepare_job(struct job *j)
 	drop_job();
 }
 
+/*
+ * What needs a syncfs before the renames: a new file whose data the journal
+ * does not order, and an unchanged file that -C promises is on the disk.
+ */
+static int
+needs_syncfs(const struct job *j)
+{
+	return (j->state == READY && !j->ordered) ||
+	    (j->state == UNCHANGED && opt.sync);
+}
+
 /* Step 5: every new file durable before the first rename. */
 static void
 flush_new_files(void)
@@ -2500,10 +2533,10 @@ flush_new_files(void)
 	size_t i, k;
 
 	for (i = 0; i < njobs; i++) {
-		for (k = 0; k < i && (jobs[k].state < UNCHANGED ||
+		for (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||
 		    jobs[k].dev != jobs[i].dev); k++)
 			;
-		if (k == i && jobs[i].state >= UNCHANGED &&
+		if (k == i && needs_syncfs(&jobs[i]) &&
 		    flush_fs(jobs[i].dirfd) < 0)
 			fail(jobs[i].dirpath, "cannot flush the new files to"
 			    " disk: %s; nothing replaced", strerror(errno));

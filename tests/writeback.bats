@@ -192,23 +192,6 @@ $WB"
 
 # Which flush makes the data safe before the rename, per file system.
 
-# mount_fs TYPE DIR [MKFS-OPTION...]: a fresh TYPE file system loop-mounted on
-# DIR (root only; skips when the tools or loop devices are missing).
-mount_fs()
-{
-	require_root
-	local type=$1 dir=$2 img
-	shift 2
-	require_cmd "mkfs.$type" losetup mount umount
-	img="$BATS_TEST_TMPDIR/$type.${#PW_MOUNTS[@]}.img"
-	truncate -s 320M "$img"
-	"mkfs.$type" -q "$@" "$img" >/dev/null 2>&1 || skip "mkfs.$type failed"
-	mkdir -p "$dir"
-	dir=$(cd "$dir" && pwd -P)
-	mount -o loop "$img" "$dir" 2>/dev/null || skip "cannot loop-mount $type"
-	PW_MOUNTS+=("$dir")
-}
-
 # The events of a durable and a --no-sync replace in DIR.
 assert_sequence()
 {

@@ -76,7 +76,7 @@ M("unchanged-not-flushed", "finish_unchanged",
 M("nosync-skips-data-flush", "main",
   [("if (flush_temp(fd) < 0)", "if (opt.sync && flush_temp(fd) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
-M("data-wait-error-ignored", "flush_temp",
+M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
   "a write error reported by sync_file_range before the rename is ignored (fsync then succeeds)",
   "flush")
@@ -293,5 +293,13 @@ M("many-unchanged-replaced", "prepare_job",
   [("if (opt.ifchanged && unchanged(jobfd, size))", "if (0)")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
-  [("if (perfile && flush_fd(jobfd) < 0)", "if (0)")],
+  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
+    "if (j->ordered && flush_data(jobfd, j->ordered) < 0)")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
+M("many-ordered-not-waited", "prepare_job",
+  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
+    "if (perfile && flush_data(jobfd, j->ordered) < 0)")],
+  "where the journal orders data, the new files are not waited for", "many")
+M("many-ordered-everywhere", "resolve_job",
+  [("journal_orders_data(j->dirfd)", "1")],
+  "every file system is taken for one whose journal orders data", "many")
