@@ -93,6 +93,14 @@ blockcrash: ponywrite tests/blockcrash/recorder
 	BLOCKCRASH_TABLE_OUT=docs/blockcrash.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
+# Device flushes of the many-files forms for N = 1, 3, 10, 100 files and
+# 100 files in 10 directories, on ext4, XFS and btrfs.
+blockcrash-flushes: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_FLUSHCOUNT=1 BLOCKCRASH_PROFILES="ext4 xfs btrfs" \
+	    BLOCKCRASH_TABLE_OUT=docs/batch-flushes.md PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
 tests/blockcrash/recorder: tests/blockcrash/recorder.c
 	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
@@ -135,5 +143,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening crashtest blockcrash mutate docs readme-tables install \
+	lint fuzz installcheck hardening crashtest blockcrash blockcrash-flushes mutate docs readme-tables install \
 	uninstall clean
