@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,6 +46,8 @@
 #define HAVE_SPLICE 1
 #define HAVE_COPY_FILE_RANGE 1
 #define HAVE_PROCFS_MAGIC 0x9fa0	/* statfs f_type of /proc */
+#define HAVE_SYNCFS 1
+#define HAVE_SYNC_FILE_RANGE 1
 #endif
 #ifdef __has_include
 #if __has_include(<sys/random.h>)
@@ -82,6 +86,8 @@ static struct {
 	const char *suffix;
 	const char *target;		/* as the user typed it */
 	char	**command;		/* NULL: not command mode */
+	const char *targetdir;		/* -t DIRECTORY */
+	const char *batch;		/* --batch=LIST */
 } opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1,
     .suffix = "~" };
 
@@ -94,9 +100,10 @@ static struct {
 	int	 regular;		/* ... and it is a regular file */
 	struct stat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
+	int	 in;			/* the input, while it is open, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
 	int	 linked;		/* reached through a symbolic link */
-} tgt = { .dirfd = -1, .fd = -1 };
+} tgt = { .dirfd = -1, .fd = -1, .in = -1 };
 
 /* The new file's metadata. */
 static struct {
@@ -119,6 +126,26 @@ static int stdin_closed;		/* it holds a placeholder, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
 static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
     origchld;
+
+/*
+ * Many files (-t, --batch): each target's place and temporary file, kept
+ * from one step to the next.  The signal handler removes the files.
+ */
+static struct job {
+	const char *target;		/* as given */
+	const char *source;
+	char	*dirpath, *name;	/* as in tgt */
+	int	 dirfd;			/* shared by the targets of a directory */
+	size_t	 dir;			/* the first job in that directory */
+	dev_t	 dev;			/* the file system of that directory */
+	ino_t	 ino;
+	int	 exists, linked, flushdir;
+	struct stat st;
+	char	 tmpname[NAME_MAX + 1];	/* filled, waiting for its rename */
+	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
+} *jobs;
+static size_t njobs;
+static sigjmp_buf *onfail;		/* fail() goes on from here */
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 
@@ -176,7 +203,13 @@ static void
 remove_litter(void)
 {
 	int e = errno;
+	size_t i;
 
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].tmpname[0] != '\0') {
+			unlinkat(jobs[i].dirfd, jobs[i].tmpname, 0);
+			jobs[i].tmpname[0] = '\0';
+		}
 	if (tmpname[0] != '\0')
 		unlinkat(tgt.dirfd, tmpname, 0);
 	if (bakname[0] != '\0')
@@ -241,6 +274,9 @@ fail(const char *path, const char *fmt, ...)
 	/* In command mode, 125 alone does not say what became of the target. */
 	warnx(path, "%s%s", text, opt.command != NULL &&
 	    strstr(text, "not replaced") == NULL ? "; target not replaced" : "");
+	free(msg);
+	if (onfail != NULL)
+		siglongjmp(*onfail, 1);
 	exit(failstatus);
 }
 
@@ -310,7 +346,8 @@ bad_long_option(const char *arg, const struct option *lo)
 }
 
 /* Values of the options that have no letter, out of the way of letters. */
-enum { OPT_LONG = 256, OPT_HELP, OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
+enum { OPT_LONG = 256, OPT_BATCH, OPT_HELP, OPT_NOSYNC, OPT_PRINT,
+    OPT_VERSION };
 
 /*
  * getopt_long's error: a long option's is named from its text, which the
@@ -615,12 +652,118 @@ parse_wait(const char *s)
 		usage_hint("invalid number of seconds: '%s'", s);
 }
 
+/* Many files: the targets and sources of -t or of --batch's list. */
+
+static void
+add_job(const char *target, const char *source)
+{
+	struct job *j = &jobs[njobs++];
+
+	memset(j, 0, sizeof *j);
+	j->target = target;
+	j->source = source;
+	j->dirfd = -1;
+}
+
+/* -t: each SOURCE replaces DIRECTORY/NAME, NAME being its last one. */
+static void
+jobs_from_args(char **argv)
+{
+	size_t n, len;
+	char *name;
+
+	for (n = 0; argv[n] != NULL; n++)
+		;
+	if (n == 0)
+		usage_hint("missing source after -t %s", opt.targetdir);
+	jobs = xmalloc(n * sizeof *jobs);
+	for (; *argv != NULL; argv++) {
+		if ((name = strdup(*argv)) == NULL)
+			fail_errno(NULL);
+		for (len = strlen(name); len > 1 && name[len - 1] == '/'; len--)
+			name[len - 1] = '\0';
+		if (strrchr(name, '/') != NULL)
+			name = strrchr(name, '/') + 1;
+		if (strcmp(*argv, "-") == 0 || *name == '\0' ||
+		    strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
+		    strcmp(name, "/") == 0)
+			usage_hint("%s: no file name to give it in %s (use"
+			    " --batch to name targets)", *argv, opt.targetdir);
+		add_job(join(opt.targetdir, name), *argv);
+	}
+}
+
+/* --batch: LIST holds TARGET\0SOURCE\0 pairs; read it whole. */
+static void
+jobs_from_list(void)
+{
+	size_t len = 0, size = BUFSIZE, n, i;
+	char *list = xmalloc(size), *p;
+	ssize_t r;
+	int fd = STDIN_FILENO;
+
+	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
+		usage_hint("--batch=-: stdin is a terminal");
+	if (strcmp(opt.batch, "-") != 0 && (fd = xopenat(AT_FDCWD,
+	    opt.batch, O_RDONLY | O_CLOEXEC, 0)) < 0)
+		fail_errno(opt.batch);
+	while ((r = xread(fd, list + len, size - len)) > 0)
+		if ((len += r) == size && (list = realloc(list,
+		    size *= 2)) == NULL)
+			fail_errno(opt.batch);
+	if (r < 0)
+		fail_errno(opt.batch);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	for (n = i = 0; i < len; i++)
+		n += list[i] == '\0';
+	if ((len > 0 && list[len - 1] != '\0') || n % 2 != 0)
+		usage_hint("%s: not a list of NUL-terminated target and"
+		    " source pairs", opt.batch);
+	jobs = xmalloc((n / 2 + 1) * sizeof *jobs);
+	for (p = list; p < list + len; p += strlen(p) + 1) {
+		if (*p == '\0' || p[strlen(p) + 1] == '\0')
+			usage_hint("%s: an empty name in pair %zu", opt.batch,
+			    njobs + 1);
+		add_job(p, p + strlen(p) + 1);
+		p += strlen(p) + 1;
+	}
+}
+
+/* -t and --batch: the options they take, and their targets. */
+static void
+many_options(char **argv)
+{
+	const char *form = opt.batch != NULL ? "--batch" : "-t";
+	size_t i, stdins = 0;
+
+	if (opt.targetdir != NULL && opt.batch != NULL)
+		usage_hint("-t and --batch cannot be combined");
+	if (opt.append || opt.input != NULL || opt.lock || opt.wait >= 0)
+		usage_hint("%s cannot be used with %s", opt.append ? "-a" :
+		    opt.input != NULL ? "-i" : opt.lock ? "-l" : "-w", form);
+	if (opt.batch != NULL && *argv != NULL)
+		usage_hint("--batch takes no operands: '%s'", *argv);
+	if (opt.batch != NULL)
+		jobs_from_list();
+	else
+		jobs_from_args(argv);
+	for (i = 0; i < njobs; i++)
+		stdins += strcmp(jobs[i].source, "-") == 0;
+	if (stdins > 0 && strcmp(opt.batch, "-") == 0)
+		usage_hint("--batch=- reads the list from stdin: no source can"
+		    " be -");
+	if (stdins > 1)
+		usage_hint("stdin (-) can be the source of one target only");
+}
+
 static void
 parse_options(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{ "append",		no_argument,		NULL, 'a' },
 		{ "backup",		no_argument,		NULL, 'b' },
+		{ "batch",		required_argument,	NULL, OPT_BATCH },
 		{ "if-changed",		no_argument,		NULL, 'C' },
 		{ "no-empty",		no_argument,		NULL, 'E' },
 		{ "group",		required_argument,	NULL, 'g' },
@@ -634,12 +777,13 @@ parse_options(int argc, char *argv[])
 		{ "print-changed",	no_argument,		NULL, OPT_PRINT },
 		{ "no-dereference",	no_argument,		NULL, 'P' },
 		{ "suffix",		required_argument,	NULL, 'S' },
+		{ "target-directory",	required_argument,	NULL, 't' },
 		{ "verbose",		no_argument,		NULL, 'v' },
 		{ "version",		no_argument,		NULL, OPT_VERSION },
 		{ "wait",		required_argument,	NULL, 'w' },
 		{ NULL,			0,			NULL, 0 }
 	};
-	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:vw:";
+	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:";
 	mode_t unused;
 	int ch;
 
@@ -659,8 +803,10 @@ parse_options(int argc, char *argv[])
 		case 'p': opt.parents = 1; break;
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
+		case 't': opt.targetdir = optarg; break;
 		case 'v': opt.verbose = 1; break;
 		case 'w': parse_wait(optarg); break;
+		case OPT_BATCH: opt.batch = optarg; break;
 		case OPT_HELP: help(); close_stdout();
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_PRINT: opt.printchanged = 1; break;
@@ -670,6 +816,14 @@ parse_options(int argc, char *argv[])
 		}
 	}
 	argv += optind;
+	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
+		usage_hint("invalid mode: '%s'", opt.mode);
+	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
+		usage_hint("invalid suffix: '%s'", opt.suffix);
+	if (opt.targetdir != NULL || opt.batch != NULL) {
+		many_options(argv);
+		return;
+	}
 	if ((opt.target = *argv++) == NULL)
 		usage_error("missing target%s", "");
 	if (*argv != NULL)
@@ -679,10 +833,6 @@ parse_options(int argc, char *argv[])
 	/* A script that forgot its redirect must not wait for a Ctrl-D. */
 	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
 		usage_hint("stdin: is a terminal; use -i - to read from it");
-	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
-		usage_hint("invalid mode: '%s'", opt.mode);
-	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
-		usage_hint("invalid suffix: '%s'", opt.suffix);
 	if (opt.command != NULL)
 		failstatus = 125;
 	/* Two appends of the same old content would lose a line; -w waits. */
@@ -1933,6 +2083,20 @@ rename_backup(void)
 	return 0;
 }
 
+/* Rename the temporary file TMP over the target, and -b's link to TARGET~. */
+static int
+rename_over(char *tmp)
+{
+	if (renameat(tgt.dirfd, tmp, tgt.dirfd, tgt.name) < 0) {
+		if (errno == EBUSY)
+			fail(opt.target, "is a mount point and cannot be"
+			    " replaced: %s", strerror(errno));
+		fail_errno(opt.target);
+	}
+	tmp[0] = '\0';
+	return rename_backup();
+}
+
 /* Step 6: rename over the target, then flush the directory. */
 static int
 commit(int fd)
@@ -1942,14 +2106,7 @@ commit(int fd)
 
 	if (close(fd) < 0)
 		fail_errno(opt.target);
-	if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0) {
-		if (errno == EBUSY)
-			fail(opt.target, "is a mount point and cannot be"
-			    " replaced: %s", strerror(errno));
-		fail_errno(opt.target);
-	}
-	tmpname[0] = '\0';
-	if (rename_backup() < 0)
+	if (rename_over(tmpname) < 0)
 		status = late;
 	if (opt.sync && flush_fd(tgt.dirfd) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
@@ -1991,6 +2148,346 @@ print_changed(int status)
 	return status;
 }
 
+/*
+ * Many files.  Each target goes through the steps above, with two changes:
+ * no temporary file is renamed before all of them are durable, and the
+ * flushes are made once per file system, not once per file:
+ *
+ *	1. resolve_job		each target's directory, opened before writing
+ *	2-4. prepare_job	fill each temporary file, start its write-back
+ *	5. flush_new_files	one syncfs per file system
+ *	6. rename_jobs		rename each one over its target
+ *	   flush_dirs		one flush per file system (its directory, or
+ *				syncfs if its targets are in several)
+ *
+ * A failure before step 6 replaces nothing.  fail() comes back to the loop,
+ * so that each failure is named; the temporary files are then all removed.
+ */
+
+static sigjmp_buf jobfail;
+static int jobfd = -1;		/* the temporary file being filled */
+static int perfile;		/* flush each file, not each file system */
+static int late;		/* replaced, but a backup could not be made */
+
+/*
+ * syncfs(2) reports write-back errors since Linux 5.8; before that, only a
+ * flush of each file can tell that its data reached the disk.
+ */
+static int
+syncfs_reports(void)
+{
+#ifdef HAVE_SYNCFS
+	struct utsname u;
+	int major, minor;
+
+	return uname(&u) == 0 && sscanf(u.release, "%d.%d", &major,
+	    &minor) == 2 && (major > 5 || (major == 5 && minor >= 8));
+#else
+	return 0;
+#endif
+}
+
+static int
+flush_fs(int fd)
+{
+#ifdef HAVE_SYNCFS
+	int r;
+
+	while ((r = syncfs(fd)) < 0 && errno == EINTR)
+		;
+	return r;
+#else
+	return flush_fd(fd);
+#endif
+}
+
+/* Make job J the target of the single-file steps. */
+static void
+load_job(struct job *j)
+{
+	opt.target = j->target;
+	opt.input = j->source;
+	tgt.dirpath = j->dirpath;
+	tgt.dirfd = j->dirfd;
+	tgt.name = j->name;
+	tgt.exists = j->exists;
+	tgt.linked = j->linked;
+	tgt.st = j->st;
+	tgt.regular = tgt.pathonly = 0;
+	tgt.fd = tgt.in = -1;
+}
+
+/* What fail() left open. */
+static void
+drop_job(void)
+{
+	if (tgt.fd >= 0)
+		close(tgt.fd);
+	if (tgt.in > STDIN_FILENO)
+		close(tgt.in);
+	if (jobfd >= 0)
+		close(jobfd);
+	tgt.fd = tgt.in = jobfd = -1;
+}
+
+/* Step 1; the targets of one directory share one descriptor of it. */
+static void
+resolve_job(struct job *j)
+{
+	struct stat dir;
+	size_t i;
+
+	load_job(j);
+	resolve_target();
+	if (fstat(tgt.dirfd, &dir) < 0)
+		fail_errno(tgt.dirpath);
+	j->dirpath = tgt.dirpath;
+	j->name = tgt.name;
+	j->exists = tgt.exists;
+	j->linked = tgt.linked;
+	j->st = tgt.st;
+	j->dev = dir.st_dev;
+	j->ino = dir.st_ino;
+	j->dir = j - jobs;
+	for (i = 0; i < (size_t)(j - jobs); i++)
+		if (jobs[i].dir == i && jobs[i].state != FAILED &&
+		    jobs[i].dev == j->dev && jobs[i].ino == j->ino) {
+			close(tgt.dirfd);
+			j->dir = i;
+			break;
+		}
+	j->dirfd = jobs[j->dir].dirfd == -1 ? tgt.dirfd : jobs[j->dir].dirfd;
+	tgt.dirfd = -1;
+}
+
+static int
+by_place(const void *a, const void *b)
+{
+	const struct job *x = *(struct job *const *)a;
+	const struct job *y = *(struct job *const *)b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Two names of one target would be two renames racing: a usage error. */
+static void
+check_duplicates(void)
+{
+	struct job **v = xmalloc(njobs * sizeof *v);
+	size_t i;
+
+	for (i = 0; i < njobs; i++)
+		v[i] = &jobs[i];
+	qsort(v, njobs, sizeof *v, by_place);
+	for (i = 1; i < njobs; i++)
+		if (by_place(&v[i - 1], &v[i]) == 0) {
+			if (strcmp(v[i]->target, v[i - 1]->target) == 0)
+				warnx(v[i]->target, "given twice; each target"
+				    " can be given once");
+			else
+				warnx(v[i]->target, "the same target as %s;"
+				    " each target can be given once",
+				    v[i - 1]->target);
+			exit(2);
+		}
+	free(v);
+}
+
+/* Steps 2 to 4; the new file waits, closed, under its temporary name. */
+static void
+prepare_job(struct job *j)
+{
+	off_t size;
+
+	load_job(j);
+	open_target();
+	decide_metadata();
+	jobfd = create_temp();
+	size = fill_temp(jobfd);
+	if (opt.ifchanged && unchanged(jobfd, size)) {
+		j->state = UNCHANGED;
+		block_signals();
+		unlinkat(tgt.dirfd, tmpname, 0);
+		tmpname[0] = '\0';
+		unblock_signals();
+		if (perfile && opt.sync && flush_fd(tgt.fd) < 0)
+			fail(opt.target, "unchanged, but cannot flush it to"
+			    " disk: %s", strerror(errno));
+		jobs[j->dir].flushdir |= perfile;
+	} else {
+		apply_metadata(jobfd);
+		if (perfile && flush_fd(jobfd) < 0)
+			fail(opt.target, "cannot flush to disk: %s",
+			    strerror(errno));
+#ifdef HAVE_SYNC_FILE_RANGE
+		/* Start writing it now; syncfs reports any error. */
+		sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#endif
+		j->state = READY;
+	}
+	if (close(jobfd) < 0) {
+		jobfd = -1;
+		fail_errno(opt.target);
+	}
+	jobfd = -1;
+	block_signals();
+	memcpy(j->tmpname, tmpname, sizeof tmpname);
+	tmpname[0] = '\0';
+	unblock_signals();
+	j->st = tgt.st;
+	drop_job();
+}
+
+/* Step 5: every new file durable before the first rename. */
+static void
+flush_new_files(void)
+{
+	size_t i, k;
+
+	for (i = 0; i < njobs; i++) {
+		for (k = 0; k < i && (jobs[k].state < UNCHANGED ||
+		    jobs[k].dev != jobs[i].dev); k++)
+			;
+		if (k == i && jobs[i].state >= UNCHANGED &&
+		    flush_fs(jobs[i].dirfd) < 0)
+			fail(jobs[i].dirpath, "cannot flush the new files to"
+			    " disk: %s; nothing replaced", strerror(errno));
+	}
+}
+
+/* Step 6 for one file. */
+static void
+rename_job(struct job *j)
+{
+	load_job(j);
+	link_backup();
+	if (rename_over(j->tmpname) < 0)
+		late = 3;
+	j->state = REPLACED;
+	jobs[j->dir].flushdir = 1;
+}
+
+/* The renames durable: per file system, its one directory or a syncfs. */
+static int
+flush_dirs(void)
+{
+	size_t i, k, dirs, first = 0;
+	int status = 0, whole, r;
+
+	for (i = 0; i < njobs; i++) {
+		if (!jobs[i].flushdir)
+			continue;
+		for (k = dirs = 0; k < njobs; k++)
+			if (jobs[k].flushdir && jobs[k].dev == jobs[i].dev &&
+			    dirs++ == 0)
+				first = k;
+		whole = !perfile && dirs > 1;
+		if (whole && first != i)
+			continue;	/* flushed with the first one */
+		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
+		if (r < 0) {
+			warnx(jobs[i].dirpath, "targets replaced, but flushing"
+			    " %s failed: %s; the new content may not survive"
+			    " a crash", whole ? "its file system" :
+			    "the directory", strerror(errno));
+			status = 3;
+		}
+	}
+	return status;
+}
+
+/* A target that failed: close what fail() left open. */
+static size_t
+fail_job(struct job *j)
+{
+	drop_job();
+	if (j->dirfd < 0 && tgt.dirfd >= 0)
+		close(tgt.dirfd);	/* resolve_job had not kept it yet */
+	tgt.dirfd = -1;
+	j->state = FAILED;
+	return 1;
+}
+
+/* How it ended, for each target; stdout for --print-changed. */
+static int
+report_jobs(size_t done, size_t left, int status)
+{
+	size_t i;
+
+	for (i = 0; i < njobs; i++) {
+		opt.target = jobs[i].target;
+		if (left > 0)
+			warnx(opt.target, jobs[i].state == REPLACED ?
+			    "replaced" : jobs[i].state == UNCHANGED ?
+			    "unchanged" : "not replaced");
+		else if (opt.verbose)
+			warnx(opt.target, jobs[i].state == UNCHANGED ?
+			    "unchanged" : jobs[i].exists ? "replaced" :
+			    "created");
+		if (opt.printchanged && jobs[i].state == REPLACED)
+			status = print_changed(status);
+	}
+	if (left > 0) {
+		warnx(NULL, "stopped after replacing %zu of %zu targets", done,
+		    njobs);
+		return 4;
+	}
+	return status;
+}
+
+/* Run STEP for job J; 0 if it failed (fail() comes back here). */
+static int
+run_step(void (*step)(struct job *), struct job *j)
+{
+	if (sigsetjmp(jobfail, 1) != 0) {
+		onfail = NULL;
+		return 0;
+	}
+	onfail = &jobfail;
+	step(j);
+	onfail = NULL;
+	return 1;
+}
+
+static int
+replace_many(void)
+{
+	size_t i, failed = 0, done = 0, left = 0;
+	int status = 0;
+
+	perfile = !syncfs_reports();
+	for (i = 0; i < njobs; i++)
+		if (!run_step(resolve_job, &jobs[i]))
+			failed += fail_job(&jobs[i]);
+	check_duplicates();
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == TODO && !run_step(prepare_job, &jobs[i]))
+			failed += fail_job(&jobs[i]);
+	if (failed > 0)
+		fail(NULL, "nothing replaced: %zu of %zu targets failed",
+		    failed, njobs);
+	if (!perfile)
+		flush_new_files();
+	block_signals();
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == READY && !run_step(rename_job, &jobs[i]))
+			break;
+	for (i = 0; i < njobs; i++) {
+		done += jobs[i].state == REPLACED;
+		left += jobs[i].state == READY;
+	}
+	if (left > 0 && done == 0)
+		fail(NULL, "nothing replaced");
+	if (opt.sync && flush_dirs() != 0)
+		status = 3;
+	status = report_jobs(done, left, status != 0 ? status : late);
+	remove_litter();
+	unblock_signals();
+	return status;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -2001,6 +2498,8 @@ main(int argc, char *argv[])
 	parse_options(argc, argv);
 	sigprocmask(SIG_SETMASK, NULL, &origmask);
 	setup_signals();
+	if (opt.targetdir != NULL || opt.batch != NULL)
+		return replace_many();
 	resolve_target();
 	if (opt.lock)
 		lock_target();
