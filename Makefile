@@ -93,8 +93,8 @@ blockcrash: ponywrite tests/blockcrash/recorder
 	BLOCKCRASH_TABLE_OUT=docs/blockcrash.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
-# Device flushes of the many-files forms for N = 1, 3, 10, 100 files and
-# 100 files in 10 directories, on ext4, XFS and btrfs.
+# Device flushes of the many-files forms for N = 1, 3, 10, 100, 1000 files,
+# 100 in 10 directories and 1000 in 50, on ext4, XFS and btrfs.
 blockcrash-flushes: ponywrite tests/blockcrash/recorder
 	mkdir -p docs
 	BLOCKCRASH_FLUSHCOUNT=1 BLOCKCRASH_PROFILES="ext4 xfs btrfs" \
