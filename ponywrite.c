@@ -157,6 +157,12 @@ usage(FILE *fp)
 	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
 	    "                 [--print-changed] target"
 	    " [command [argument ...]]\n"
+	    "       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]"
+	    "\n                 [-g group] [-S suffix] [--no-sync]"
+	    " [--print-changed]\n                 source ...\n"
+	    "       ponywrite --batch=list [-bCEpPv] [-m mode]"
+	    " [-o owner[:group]] [-g group]\n"
+	    "                 [-S suffix] [--no-sync] [--print-changed]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -166,7 +172,8 @@ help(void)
 	usage(stdout);
 	fputs("\nReplace TARGET atomically and durably with standard input,"
 	    " SOURCE, or the\noutput of COMMAND.  Options come before TARGET;"
-	    " what follows it is COMMAND.\n\n"
+	    " what follows it is COMMAND.\nWith -t or --batch, replace many"
+	    " files; none before all of them are on disk.\n\n"
 	    "  -a, --append            append the input to the old content"
 	    " (implies -l)\n"
 	    "  -b, --backup            keep the previous version as TARGET~\n"
@@ -185,9 +192,14 @@ help(void)
 	    "  -p, --parents           create missing parent directories\n"
 	    "  -P, --no-dereference    replace a symbolic link itself\n"
 	    "  -S, --suffix=SUFFIX     backup suffix instead of ~\n"
+	    "  -t, --target-directory=DIRECTORY\n"
+	    "                          each SOURCE replaces DIRECTORY/its"
+	    " name\n"
 	    "  -v, --verbose           say what was done\n"
 	    "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
 	    " (implies -l)\n"
+	    "      --batch=LIST        replace the TARGET\\0SOURCE\\0 pairs of"
+	    " LIST (-: stdin)\n"
 	    "      --no-sync           keep old-or-new, skip the directory"
 	    " flush\n"
 	    "      --print-changed     print TARGET on stdout if it changed\n"
@@ -657,39 +669,44 @@ parse_wait(const char *s)
 static void
 add_job(const char *target, const char *source)
 {
-	struct job *j = &jobs[njobs++];
+	struct job *j = &jobs[njobs];
 
 	memset(j, 0, sizeof *j);
 	j->target = target;
 	j->source = source;
 	j->dirfd = -1;
+	njobs++;		/* now the signal handler may look at it */
 }
 
 /* -t: each SOURCE replaces DIRECTORY/NAME, NAME being its last one. */
 static void
 jobs_from_args(char **argv)
 {
-	size_t n, len;
-	char *name;
+	const char *end, *name, *dir = opt.targetdir;
+	size_t n;
+	char *target;
 
 	for (n = 0; argv[n] != NULL; n++)
 		;
 	if (n == 0)
-		usage_hint("missing source after -t %s", opt.targetdir);
+		usage_hint("missing source after -t %s", dir);
 	jobs = xmalloc(n * sizeof *jobs);
 	for (; *argv != NULL; argv++) {
-		if ((name = strdup(*argv)) == NULL)
-			fail_errno(NULL);
-		for (len = strlen(name); len > 1 && name[len - 1] == '/'; len--)
-			name[len - 1] = '\0';
-		if (strrchr(name, '/') != NULL)
-			name = strrchr(name, '/') + 1;
-		if (strcmp(*argv, "-") == 0 || *name == '\0' ||
-		    strcmp(name, ".") == 0 || strcmp(name, "..") == 0 ||
-		    strcmp(name, "/") == 0)
+		for (end = *argv + strlen(*argv); end > *argv + 1 &&
+		    end[-1] == '/'; end--)
+			;
+		for (name = end; name > *argv && name[-1] != '/'; name--)
+			;
+		n = end - name;
+		if (strcmp(*argv, "-") == 0 || n == 0 || *name == '/' ||
+		    strncmp(name, "..", n) == 0)
 			usage_hint("%s: no file name to give it in %s (use"
-			    " --batch to name targets)", *argv, opt.targetdir);
-		add_job(join(opt.targetdir, name), *argv);
+			    " --batch to name targets)", *argv, dir);
+		target = xmalloc(strlen(dir) + n + 2);
+		sprintf(target, "%s%s%.*s", strcmp(dir, ".") == 0 ? "" : dir,
+		    strcmp(dir, ".") == 0 || dir[strlen(dir) - 1] == '/' ?
+		    "" : "/", (int)n, name);
+		add_job(target, *argv);
 	}
 }
 
@@ -730,12 +747,26 @@ jobs_from_list(void)
 	}
 }
 
-/* -t and --batch: the options they take, and their targets. */
+/* Standard input can be read once. */
+static void
+check_sources(void)
+{
+	size_t i, stdins = 0;
+
+	for (i = 0; i < njobs; i++)
+		stdins += strcmp(jobs[i].source, "-") == 0;
+	if (stdins > 0 && opt.batch != NULL && strcmp(opt.batch, "-") == 0)
+		usage_hint("--batch=- reads the list from stdin: no source can"
+		    " be -");
+	if (stdins > 1)
+		usage_hint("stdin (-) can be the source of one target only");
+}
+
+/* -t and --batch: the options they take; -t's targets. */
 static void
 many_options(char **argv)
 {
 	const char *form = opt.batch != NULL ? "--batch" : "-t";
-	size_t i, stdins = 0;
 
 	if (opt.targetdir != NULL && opt.batch != NULL)
 		usage_hint("-t and --batch cannot be combined");
@@ -744,17 +775,10 @@ many_options(char **argv)
 		    opt.input != NULL ? "-i" : opt.lock ? "-l" : "-w", form);
 	if (opt.batch != NULL && *argv != NULL)
 		usage_hint("--batch takes no operands: '%s'", *argv);
-	if (opt.batch != NULL)
-		jobs_from_list();
-	else
+	if (opt.targetdir != NULL && *opt.targetdir == '\0')
+		usage_hint("-t needs a directory name");
+	if (opt.targetdir != NULL)
 		jobs_from_args(argv);
-	for (i = 0; i < njobs; i++)
-		stdins += strcmp(jobs[i].source, "-") == 0;
-	if (stdins > 0 && strcmp(opt.batch, "-") == 0)
-		usage_hint("--batch=- reads the list from stdin: no source can"
-		    " be -");
-	if (stdins > 1)
-		usage_hint("stdin (-) can be the source of one target only");
 }
 
 static void
@@ -1876,10 +1900,11 @@ fill_temp(int fd)
 	if (opt.command != NULL)
 		added = run_command(fd);
 	else {
-		in = open_input();
+		in = tgt.in = open_input();
 		added = copy_fd(in, fd, input_name());
 		if (in != STDIN_FILENO)
 			close(in);
+		tgt.in = -1;
 	}
 	if (opt.noempty && added == 0)
 		fail(opt.target, "input is empty, not replaced (-E)");
@@ -2276,12 +2301,13 @@ static void
 check_duplicates(void)
 {
 	struct job **v = xmalloc(njobs * sizeof *v);
-	size_t i;
+	size_t i, n = 0;
 
 	for (i = 0; i < njobs; i++)
-		v[i] = &jobs[i];
-	qsort(v, njobs, sizeof *v, by_place);
-	for (i = 1; i < njobs; i++)
+		if (jobs[i].state != FAILED)
+			v[n++] = &jobs[i];
+	qsort(v, n, sizeof *v, by_place);
+	for (i = 1; i < n; i++)
 		if (by_place(&v[i - 1], &v[i]) == 0) {
 			if (strcmp(v[i]->target, v[i - 1]->target) == 0)
 				warnx(v[i]->target, "given twice; each target"
@@ -2457,6 +2483,9 @@ replace_many(void)
 	size_t i, failed = 0, done = 0, left = 0;
 	int status = 0;
 
+	if (opt.batch != NULL)
+		jobs_from_list();
+	check_sources();
 	perfile = !syncfs_reports();
 	for (i = 0; i < njobs; i++)
 		if (!run_step(resolve_job, &jobs[i]))

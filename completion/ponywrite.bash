@@ -18,8 +18,8 @@ _ponywrite()
 	local cur prev i word operands=0 first_operand=0 many=0 optarg=0
 	local opts='-a --append -b --backup -C --if-changed -E --no-empty
 	    -g --group -i --input -l --lock -m --mode -o --owner -p --parents
-	    -P --no-dereference -S --suffix -v --verbose -w --wait
-	    --no-sync --print-changed --help --version'
+	    -P --no-dereference -S --suffix -t --target-directory= -v --verbose
+	    -w --wait --batch= --no-sync --print-changed --help --version'
 
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}
@@ -37,7 +37,9 @@ _ponywrite()
 			--) operands=0 first_operand=$((i + 1)); break ;;
 			--group|--input|--mode|--owner|--suffix|--wait)
 				optarg=1; continue ;;
-			--batch=*|--batch) many=1; continue ;;
+			--batch=*) many=1; continue ;;
+			--batch|--target-directory) many=1 optarg=1; continue ;;
+			--target-directory=*) many=1; continue ;;
 			--*) continue ;;
 			-*t) many=1 optarg=1; continue ;;
 			-*[gimoSw]) optarg=1; continue ;;
@@ -60,7 +62,7 @@ _ponywrite()
 			compopt -o filenames 2>/dev/null || :
 			return
 			;;
-		-t)
+		-t|--target-directory)
 			_ponywrite_reply -d -- "$cur"
 			compopt -o filenames 2>/dev/null || :
 			return
@@ -89,6 +91,11 @@ _ponywrite()
 		case $cur in
 		--batch=*)
 			_ponywrite_reply -f -P --batch= -- "${cur#--batch=}"
+			return
+			;;
+		--target-directory=*)
+			_ponywrite_reply -d -P --target-directory= -- \
+			    "${cur#--target-directory=}"
 			return
 			;;
 		-*)

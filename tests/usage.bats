@@ -6,7 +6,12 @@ load helpers
 USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
 USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
 USAGE3='                 [--print-changed] target [command [argument ...]]'
-USAGE4='       ponywrite --help | --version'
+USAGE4='       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]
+                 [-g group] [-S suffix] [--no-sync] [--print-changed]
+                 source ...
+       ponywrite --batch=list [-bCEpPv] [-m mode] [-o owner[:group]] [-g group]
+                 [-S suffix] [--no-sync] [--print-changed]
+       ponywrite --help | --version'
 
 @test "no arguments: exit 2, missing target and usage on stderr" {
 	run --separate-stderr "$PONYWRITE" </dev/null
@@ -32,7 +37,7 @@ $USAGE4"
 	run --separate-stderr "$PONYWRITE" --help
 	assert_status 0
 	[ -z "$stderr" ] || fail "stderr: $stderr"
-	[ "$(head -4 <<<"$output")" = "$USAGE1
+	[ "$(head -9 <<<"$output")" = "$USAGE1
 $USAGE2
 $USAGE3
 $USAGE4" ] || fail "usage lines: $output"
@@ -40,7 +45,7 @@ $USAGE4" ] || fail "usage lines: $output"
 	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S -w --no-sync --append \
 	    --backup --if-changed --no-empty --lock --parents --no-dereference \
 	    --verbose --input --mode --owner --group --suffix --wait \
-	    --print-changed --help --version --; do
+	    --print-changed --help --version -t --target-directory --batch --; do
 		grep -qE -- "^  ( *|-., )$o([ =,]|$)" <<<"$output" ||
 		    fail "--help does not list $o"
 	done

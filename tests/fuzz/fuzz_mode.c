@@ -373,13 +373,13 @@ check_hidden(const char *name, const char *suffix)
 static int
 takes_argument(const char *arg)
 {
-	static const char *const longs[] = { "--group", "--input", "--mode",
-	    "--owner", "--suffix", "--wait" };
+	static const char *const longs[] = { "--batch", "--group", "--input",
+	    "--mode", "--owner", "--suffix", "--target-directory", "--wait" };
 	size_t i, n;
 
 	if (arg[0] == '-' && arg[1] != '-' && arg[1] != '\0') {
 		for (arg++; *arg != '\0'; arg++)
-			if (strchr("gimoSw", *arg) != NULL)
+			if (strchr("gimoStw", *arg) != NULL)
 				return arg[1] == '\0';
 		return 0;
 	}
@@ -391,6 +391,41 @@ takes_argument(const char *arg)
 			return 1;
 	}
 	return 0;
+}
+
+/* -t and --batch: the options they refuse, and their targets. */
+static void
+check_many(void)
+{
+	size_t i;
+
+	if (opt.targetdir != NULL && opt.batch != NULL)
+		broken("-t together with --batch", opt.batch);
+	if (opt.append || opt.input != NULL || opt.lock || opt.wait >= 0 ||
+	    opt.command != NULL)
+		broken("an option the many-files forms refuse let through",
+		    opt.targetdir != NULL ? opt.targetdir : opt.batch);
+	if (opt.targetdir != NULL && njobs == 0)
+		broken("-t without a source let through", opt.targetdir);
+	if (opt.batch != NULL && njobs != 0)
+		broken("--batch read its list while parsing", opt.batch);
+	for (i = 0; i < njobs; i++)
+		if (strcmp(jobs[i].source, "-") == 0 || *jobs[i].target == '\0')
+			broken("a -t target without a name in the directory",
+			    jobs[i].source);
+}
+
+/* What -t allocated: its targets' names. */
+static void
+forget_jobs(void)
+{
+	size_t i;
+
+	for (i = 0; i < njobs; i++)
+		free((char *)jobs[i].target);
+	free(jobs);
+	jobs = NULL;
+	njobs = 0;
 }
 
 static void
@@ -409,9 +444,15 @@ check_options(int argc, char *argv[])
 			broken("parse_options exited with a status other"
 			    " than 0 or 2", argc > 1 ? argv[1] : "");
 		clearerr(devnull);
+		forget_jobs();
 		return;
 	}
 	parse_options(argc, argv);
+	if (opt.targetdir != NULL || opt.batch != NULL) {
+		check_many();
+		forget_jobs();
+		return;
+	}
 	for (t = 1; t < argc && argv[t] != opt.target; t++)
 		;
 	if (t == argc)

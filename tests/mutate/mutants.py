@@ -44,9 +44,9 @@ M("cfr-error-ignored", "copy_span",
   "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
 M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
   "a close() error on the temporary file is ignored", "close")
-M("rename-error-ignored", "commit",
-  [("if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < 0) {",
-    "if (renameat(tgt.dirfd, tmpname, tgt.dirfd, tgt.name) < -1) {")],
+M("rename-error-ignored", "rename_over",
+  [("if (renameat(tgt.dirfd, tmp, tgt.dirfd, tgt.name) < 0) {",
+    "if (renameat(tgt.dirfd, tmp, tgt.dirfd, tgt.name) < -1) {")],
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
@@ -163,9 +163,9 @@ M("ifchanged-mode-ignored", "unchanged",
   "-C keeps a file whose mode -m would change", "ifchanged")
 M("backup-not-made", "link_backup", [("if (!opt.backup || !tgt.exists)", "if (1)")],
   "-b makes no backup", "backup")
-M("backup-renamed-first", "commit",
-  [("\tif (rename_backup() < 0)\n\t\tstatus = late;\n", ""),
-   ("\tif (renameat(", "\tif (rename_backup() < 0)\n\t\tstatus = late;\n\tif (renameat(")],
+M("backup-renamed-first", "rename_over",
+  [("{\n\tif (renameat(", "{\n\tint r = rename_backup();\n\n\tif (renameat("),
+   ("return rename_backup();", "return r;")],
   "-b renames the backup to TARGET~ before the target's rename", "backup")
 M("backup-hidden-left", "rename_backup",
   [("if (fstatat(tgt.dirfd, bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(tgt.dirfd, bakname, 0);", "")],
@@ -228,3 +228,46 @@ M("lock-wait-forever", "wait_lock",
   "-w gives up with the wrong message", "lock")
 M("lock-file-umask", "open_lock_file", [("mask = umask(0);", "mask = umask(0), umask(mask);")],
   "the lock file is created under the caller's umask: others cannot wait on it", "lock")
+
+# --- many files (-t, --batch): the order of flushes and renames, failures
+M("many-no-syncfs", "flush_new_files", [("flush_fs(jobs[i].dirfd) < 0", "0")],
+  "the new files are not flushed before the renames", "many")
+M("many-syncfs-error-ignored", "flush_new_files",
+  [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
+  "a failed syncfs is ignored and the targets are renamed", "many")
+M("many-syncfs-after-renames", "replace_many",
+  [("\tif (!perfile)\n\t\tflush_new_files();\n", ""),
+   ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
+    "\tif (!perfile)\n\t\tflush_new_files();\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
+  "the files are flushed after the renames, not before", "many")
+M("many-no-dir-flush", "flush_dirs",
+  [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
+  "nothing is flushed after the renames", "many")
+M("many-dir-flush-status-0", "replace_many", [("status = 3;", "status = 0;")],
+  "a failed flush after the renames exits 0 instead of 3", "many")
+M("many-failure-renames-others", "replace_many", [("if (failed > 0)", "if (0)")],
+  "a target that failed does not stop the others from being renamed", "many")
+M("many-rename-failure-goes-on", "replace_many",
+  [("!run_step(rename_job, &jobs[i]))\n\t\t\tbreak;",
+    "!run_step(rename_job, &jobs[i]))\n\t\t\tcontinue;")],
+  "after a failed rename the remaining targets are still renamed", "many")
+M("many-partial-status-1", "report_jobs", [("return 4;", "return 1;")],
+  "a batch stopped half way exits 1, as if nothing was replaced", "many")
+M("many-duplicates-allowed", "check_duplicates",
+  [("if (by_place(&v[i - 1], &v[i]) == 0) {", "if (0) {")],
+  "a target given twice is replaced twice", "many")
+M("many-litter", "remove_litter",
+  [("unlinkat(jobs[i].dirfd, jobs[i].tmpname, 0);", ";")],
+  "the temporary files of other targets are left behind on failure", "many")
+M("many-no-writeback", "prepare_job",
+  [("sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);", ";")],
+  "write-back of each new file is not started as it is written", "many")
+M("many-signals-not-held", "replace_many",
+  [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
+  "a signal during the renames kills ponywrite half way", "many")
+M("many-unchanged-replaced", "prepare_job",
+  [("if (opt.ifchanged && unchanged(jobfd, size))", "if (0)")],
+  "-C replaces unchanged targets of a batch", "many")
+M("many-old-kernel-unflushed", "prepare_job",
+  [("if (perfile && flush_fd(jobfd) < 0)", "if (0)")],
+  "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")

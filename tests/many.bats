@@ -1,0 +1,511 @@
+#!/usr/bin/env bats
+# Many files: -t DIRECTORY SOURCE... and --batch=LIST.  Every target keeps the
+# single-file guarantees; nothing is renamed before every new file is
+# durable; the flushes are counted per file system, not per file.
+
+load helpers
+load features_helpers
+
+# old content in d/a d/b d/c, new content in s/a s/b s/c
+three()
+{
+	mkdir -p d s
+	local f
+	for f in a b c; do
+		printf 'old %s\n' "$f" > "d/$f"
+		printf 'new %s\n' "$f" > "s/$f"
+	done
+}
+
+# A NUL-separated list of TARGET SOURCE pairs, from the arguments.
+pairs()
+{
+	printf '%s\0' "$@"
+}
+
+@test "-t: each SOURCE replaces DIRECTORY/NAME, metadata kept, new inode" {
+	three
+	chmod 0640 d/a
+	chmod 0604 d/b
+	local ia
+	ia=$(inode d/a)
+	run --separate-stderr "$PONYWRITE" -t d s/a s/b s/c
+	assert_status 0
+	assert_quiet
+	assert_content d/a $'new a\n'
+	assert_content d/b $'new b\n'
+	assert_content d/c $'new c\n'
+	assert_mode d/a 640
+	assert_mode d/b 604
+	[ "$(inode d/a)" != "$ia" ] || fail "d/a rewritten in place"
+	assert_content s/a $'new a\n'
+	assert_no_litter
+}
+
+@test "-t with a trailing slash on the directory, and new targets created with the umask" {
+	mkdir -p d s
+	echo one > s/x
+	echo two > s/y
+	umask 027
+	run --separate-stderr "$PONYWRITE" -v --target-directory=d/ s/x s/y
+	assert_status 0
+	assert_stderr $'ponywrite: d/x: created\nponywrite: d/y: created'
+	assert_content d/x $'one\n'
+	assert_mode d/x 640
+	assert_no_litter
+}
+
+@test "--batch=LIST: targets in several directories, odd names, a source from stdin" {
+	mkdir -p one two s
+	echo old > one/t
+	printf 'n1\n' > s/1
+	local odd=$'new\nline and space'
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs one/t s/1 "two/$odd" - one/u s/1) -v < <(echo from-stdin)
+	assert_status 0
+	assert_content one/t $'n1\n'
+	assert_content "two/$odd" $'from-stdin\n'
+	assert_content one/u $'n1\n'
+	assert_stderr_has "ponywrite: one/t: replaced"
+	assert_stderr_has "ponywrite: one/u: created"
+	assert_no_litter
+}
+
+@test "--batch=-: the list on stdin" {
+	three
+	run --separate-stderr "$PONYWRITE" --batch=- < <(pairs d/a s/c d/c s/a)
+	assert_status 0
+	assert_content d/a $'new c\n'
+	assert_content d/c $'new a\n'
+	assert_content d/b $'old b\n'
+	assert_no_litter
+}
+
+@test "--batch: an empty list does nothing and succeeds" {
+	run --separate-stderr "$PONYWRITE" --batch=/dev/null
+	assert_status 0
+	assert_quiet
+}
+
+@test "--batch: two targets swap contents (every source read before any rename)" {
+	three
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a d/b d/b d/a)
+	assert_status 0
+	assert_content d/a $'old b\n'
+	assert_content d/b $'old a\n'
+	assert_no_litter
+}
+
+@test "-C --print-changed: stdout lists exactly the targets that changed, under set -e" {
+	three
+	cp d/b s/b
+	set -e
+	changed=$("$PONYWRITE" -C --print-changed -v -t d s/a s/b s/c 2>"$BATS_TEST_TMPDIR/err")
+	set +e
+	[ "$changed" = $'d/a\nd/c' ] || fail "stdout: $changed"
+	grep -qx "ponywrite: d/b: unchanged" "$BATS_TEST_TMPDIR/err" ||
+	    fail "stderr: $(cat "$BATS_TEST_TMPDIR/err")"
+	assert_content d/a $'new a\n'
+	assert_no_litter
+	# A second run changes nothing and prints nothing.
+	changed=$("$PONYWRITE" -C --print-changed -t d s/a s/b s/c)
+	[ -z "$changed" ] || fail "second run printed: $changed"
+}
+
+@test "-C leaves unchanged targets alone (same inode and mtime)" {
+	three
+	cp -p d/b s/b
+	snapshot d/b
+	run --separate-stderr "$PONYWRITE" -C -t d s/a s/b
+	assert_status 0
+	assert_untouched d/b
+	assert_content d/a $'new a\n'
+}
+
+@test "-b -m -S apply to every target" {
+	three
+	run --separate-stderr "$PONYWRITE" -b -S .orig -m 0600 -t d s/a s/b
+	assert_status 0
+	assert_content d/a.orig $'old a\n'
+	assert_content d/b.orig $'old b\n'
+	assert_mode d/a 600
+	assert_mode d/b 600
+	assert_no_litter
+}
+
+@test "-o -g apply to every target (root)" {
+	require_root
+	three
+	run --separate-stderr "$PONYWRITE" -o nobody:nogroup -t d s/a s/b
+	assert_status 0
+	assert_owner d/a "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+	assert_owner d/b "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+}
+
+@test "symbolic links are followed per target; -P replaces the link itself" {
+	three
+	ln -s a d/la
+	echo linked > s/la
+	run --separate-stderr "$PONYWRITE" -t d s/la
+	assert_status 0
+	assert_symlink d/la
+	assert_content d/a $'linked\n'
+	run --separate-stderr "$PONYWRITE" -P -t d s/la
+	assert_status 0
+	assert_regular d/la
+	assert_no_litter
+}
+
+@test "a link to a target named again is a duplicate: usage error, nothing done" {
+	three
+	ln -s a d/la
+	snapshot d/a d/b
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a s/a d/la s/b)
+	assert_status 2
+	assert_stderr "ponywrite: d/la: the same target as d/a; each target can be given once"
+	assert_untouched d/a d/b
+	assert_no_litter
+}
+
+@test "a target given twice is a usage error, nothing done" {
+	three
+	snapshot d/a d/b
+	run --separate-stderr "$PONYWRITE" -t d s/a s/b s/a
+	assert_status 2
+	assert_stderr "ponywrite: d/a: given twice; each target can be given once"
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a s/a ./d/a s/b)
+	assert_status 2
+	assert_stderr "ponywrite: ./d/a: the same target as d/a; each target can be given once"
+	assert_untouched d/a d/b
+	assert_no_litter
+}
+
+@test "bad sources: each failure named, exit 1, every target untouched, no temporary file" {
+	three
+	snapshot d/a d/b d/c
+	run --separate-stderr "$PONYWRITE" -t d s/a s/missing s/b s/
+	assert_status 1
+	assert_stderr_has "ponywrite: s/missing: No such file or directory"
+	assert_stderr_has "ponywrite: s/: Is a directory"
+	assert_stderr_has "ponywrite: nothing replaced: 2 of 4 targets failed"
+	assert_untouched d/a d/b d/c
+	[ ! -e d/missing ] || fail "d/missing was created"
+	assert_no_litter
+}
+
+@test "a missing directory or a non-regular target fails the whole batch" {
+	three
+	mkdir d/sub
+	snapshot d/a
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a s/a nodir/x s/b d/sub s/c)
+	assert_status 1
+	assert_stderr_has "ponywrite: nodir: No such file or directory"
+	assert_stderr_has "ponywrite: d/sub: not a regular file"
+	assert_stderr_has "ponywrite: nothing replaced: 2 of 3 targets failed"
+	assert_untouched d/a
+	assert_no_litter
+}
+
+@test "-E: one empty source fails the batch" {
+	three
+	: > s/b
+	snapshot d/a d/b
+	run --separate-stderr "$PONYWRITE" -E -t d s/a s/b
+	assert_status 1
+	assert_stderr_has "ponywrite: d/b: input is empty, not replaced (-E)"
+	assert_untouched d/a d/b
+	assert_no_litter
+}
+
+@test "-p creates the missing directories of every target" {
+	mkdir s
+	echo x > s/x
+	run --separate-stderr "$PONYWRITE" -p --batch=<(pairs a/b/x s/x c/y s/x)
+	assert_status 0
+	assert_content a/b/x $'x\n'
+	assert_content c/y $'x\n'
+}
+
+@test "a user: the batch works, and an unwritable directory fails it" {
+	three
+	mkdir ro
+	echo old > ro/t
+	pairs d/a s/a ro/t s/b > list
+	unpriv_setup
+	chmod 0555 ro
+	snapshot d/a ro/t
+	run --separate-stderr unpriv "$PONYWRITE" --batch=list
+	assert_status 1
+	assert_stderr_has "ponywrite: ro: cannot create a temporary file in this directory: Permission denied"
+	assert_untouched d/a ro/t
+	run --separate-stderr unpriv "$PONYWRITE" -t d s/a s/b
+	assert_status 0
+	assert_content d/a $'new a\n'
+	assert_no_litter
+}
+
+@test "options the many-files forms do not take are refused" {
+	three
+	snapshot d/a
+	local o
+	for o in -a -l "-w 1" "-i s/a"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr "$PONYWRITE" $o -t d s/a
+		assert_status 2
+		assert_stderr_has "cannot be used with -t"
+	done
+	run --separate-stderr "$PONYWRITE" -a --batch=/dev/null
+	assert_status 2
+	assert_stderr_has "ponywrite: -a cannot be used with --batch"
+	run --separate-stderr "$PONYWRITE" --batch=/dev/null d/a
+	assert_status 2
+	assert_stderr_has "ponywrite: --batch takes no operands: 'd/a'"
+	run --separate-stderr "$PONYWRITE" -t d --batch=/dev/null
+	assert_status 2
+	assert_stderr_has "ponywrite: -t and --batch cannot be combined"
+	run --separate-stderr "$PONYWRITE" -t d
+	assert_status 2
+	assert_stderr_has "ponywrite: missing source after -t d"
+	run --separate-stderr "$PONYWRITE" -t d -
+	assert_status 2
+	assert_stderr_has "ponywrite: -: no file name to give it in d"
+	assert_untouched d/a
+	assert_no_litter
+}
+
+@test "a malformed list is a usage error" {
+	three
+	snapshot d/a
+	run --separate-stderr "$PONYWRITE" --batch=<(printf 'd/a\0s/a')
+	assert_status 2
+	assert_stderr_has "not a list of NUL-terminated target and source pairs"
+	run --separate-stderr "$PONYWRITE" --batch=<(printf 'd/a\0s/a\0d/b\0')
+	assert_status 2
+	assert_stderr_has "not a list of NUL-terminated target and source pairs"
+	run --separate-stderr "$PONYWRITE" --batch=<(printf 'd/a\0\0')
+	assert_status 2
+	assert_stderr_has "an empty name in pair 1"
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a - d/b -) </dev/null
+	assert_status 2
+	assert_stderr_has "stdin (-) can be the source of one target only"
+	run --separate-stderr "$PONYWRITE" --batch=- < <(pairs d/a -)
+	assert_status 2
+	assert_stderr_has "no source can be -"
+	run --separate-stderr "$PONYWRITE" --batch=nolist
+	assert_status 1
+	assert_stderr "ponywrite: nolist: No such file or directory"
+	assert_untouched d/a
+	assert_no_litter
+}
+
+# The flush plan, as system calls: nothing flushed per file, one syncfs for
+# the file system before the first rename, one flush after the last.
+@test "flush plan, one directory: write-back started per file, one syncfs, renames, one directory flush" {
+	three
+	trace_syncs -t d s/a s/b s/c
+	assert_status 0
+	ev=$(cd d && TRACE=$TRACE trace_events)
+	[ "$(count_in_trace '^sync_file_range\(.*SYNC_FILE_RANGE_WRITE\)')" -eq 3 ] ||
+	    fail "write-back not started per file: $TRACE"
+	[ "$(count_in_trace '^(fsync|fdatasync)\(')" -eq 1 ] || fail "flushes: $TRACE"
+	[ "$(count_in_trace '^syncfs\(')" -eq 1 ] || fail "syncfs: $TRACE"
+	order=$(printf '%s\n' "$TRACE" | grep -oE '^(syncfs|renameat2?|rename|fsync)' | uniq | tr '\n' ' ')
+	case $order in
+	"syncfs renameat fsync "|"syncfs renameat2 fsync "|"syncfs rename fsync ") ;;
+	*) fail "order: $order ($TRACE)" ;;
+	esac
+	printf '%s\n' "$TRACE" | grep -qE "^fsync\([0-9]+<$(pwd -P)/d>\)" ||
+	    fail "the directory was not the one flushed: $TRACE"
+	: "$ev"
+}
+
+@test "flush plan, two directories on one file system: two syncfs in all, no per-file or per-directory flush" {
+	mkdir -p one two s
+	echo x > s/x
+	trace_syncs --batch=<(pairs one/a s/x two/b s/x one/c s/x)
+	assert_status 0
+	[ "$(count_in_trace '^syncfs\(')" -eq 2 ] || fail "syncfs: $TRACE"
+	[ "$(count_in_trace '^(fsync|fdatasync)\(')" -eq 0 ] || fail "flushes: $TRACE"
+	first_rename=$(printf '%s\n' "$TRACE" | grep -nE '^rename' | head -1 | cut -d: -f1)
+	syncs=$(printf '%s\n' "$TRACE" | grep -nE '^syncfs' | cut -d: -f1 | tr '\n' ' ')
+	set -- $syncs
+	[ "$1" -lt "$first_rename" ] && [ "$2" -gt "$first_rename" ] ||
+	    fail "syncfs not before and after the renames: $TRACE"
+}
+
+@test "flush plan: the number of flushes does not grow with the number of files" {
+	mkdir -p d s
+	local i
+	for i in $(seq 1 40); do echo "$i" > "s/f$i"; done
+	trace_syncs -t d s/f1 s/f2
+	small=$(count_in_trace '^(fsync|fdatasync|syncfs)\(')
+	trace_syncs -t d s/f*
+	assert_status 0
+	large=$(count_in_trace '^(fsync|fdatasync|syncfs)\(')
+	[ "$small" -eq 2 ] && [ "$large" -eq 2 ] ||
+	    fail "flushes: $small for 2 files, $large for 40"
+	[ "$(ls d | wc -l)" -eq 40 ] || fail "not every file replaced"
+}
+
+@test "--no-sync: the one syncfs before the renames, nothing after" {
+	three
+	trace_syncs --no-sync -t d s/a s/b
+	assert_status 0
+	[ "$(count_in_trace '^syncfs\(')" -eq 1 ] || fail "syncfs: $TRACE"
+	[ "$(count_in_trace '^(fsync|fdatasync)\(')" -eq 0 ] || fail "flushes: $TRACE"
+	last=$(printf '%s\n' "$TRACE" | grep -E '^(syncfs|rename)' | tail -1)
+	[[ $last == rename* ]] || fail "a flush after the renames: $TRACE"
+	assert_content d/b $'new b\n'
+}
+
+@test "syncfs fails with EIO: exit 1, nothing replaced, no temporary file" {
+	require_cmd strace
+	three
+	snapshot d/a d/b
+	run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj" \
+	    -e trace=syncfs,rename,renameat,renameat2 -e inject=syncfs:error=EIO \
+	    "$PONYWRITE" -t d s/a s/b
+	assert_status 1
+	assert_stderr "ponywrite: d: cannot flush the new files to disk: $E_EIO; nothing replaced"
+	assert_untouched d/a d/b
+	assert_no_litter
+	! grep -q rename "$BATS_TEST_TMPDIR/inj" || fail "renamed after a failed flush"
+	[ "$(grep -c 'syncfs(' "$BATS_TEST_TMPDIR/inj")" -eq 1 ] || fail "syncfs retried"
+}
+
+@test "a rename fails in the middle: the replaced and the others named, exit 4, no temporary file" {
+	require_cmd strace
+	three
+	snapshot d/b d/c
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject=rename,renameat,renameat2:error=EACCES:when=2 \
+	    "$PONYWRITE" --print-changed -t d s/a s/b s/c
+	assert_status 4
+	[ "$output" = d/a ] || fail "stdout: $output"
+	assert_stderr "ponywrite: d/b: Permission denied
+ponywrite: d/a: replaced
+ponywrite: d/b: not replaced
+ponywrite: d/c: not replaced
+ponywrite: stopped after replacing 1 of 3 targets"
+	assert_content d/a $'new a\n'
+	assert_untouched d/b d/c
+	assert_no_litter
+}
+
+@test "the first rename fails: nothing replaced, exit 1" {
+	require_cmd strace
+	three
+	snapshot d/a d/b
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject=rename,renameat,renameat2:error=EIO:when=1 \
+	    "$PONYWRITE" -b -t d s/a s/b
+	assert_status 1
+	assert_stderr "ponywrite: d/a: $E_EIO
+ponywrite: nothing replaced"
+	assert_untouched d/a d/b
+	[ ! -e 'd/a~' ] || fail "a backup was made"
+	assert_no_litter
+}
+
+@test "the directory flush after the renames fails: exit 3, all replaced, message says so" {
+	require_cmd strace
+	three
+	run --separate-stderr strace -f -qq -o /dev/null -e inject=fsync:error=EIO \
+	    "$PONYWRITE" -t d s/a s/b
+	assert_status 3
+	assert_stderr "ponywrite: d: targets replaced, but flushing the directory failed: $E_EIO; the new content may not survive a crash"
+	assert_content d/a $'new a\n'
+	assert_content d/b $'new b\n'
+	assert_no_litter
+}
+
+@test "SIGTERM while the files are written: dies by it, every target untouched, no temporary file" {
+	require_cmd strace
+	three
+	snapshot d/a d/b d/c
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject=sync_file_range:signal=SIGTERM:when=2 \
+	    "$PONYWRITE" -t d s/a s/b s/c
+	[ "$status" -eq $((128 + 15)) ] || fail "status $status: $stderr"
+	assert_untouched d/a d/b d/c
+	assert_no_litter
+}
+
+@test "SIGTERM during the renames waits until they and the flush are done" {
+	require_cmd strace
+	three
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject=renameat:signal=SIGTERM:when=1 \
+	    "$PONYWRITE" -t d s/a s/b s/c
+	[ "$status" -eq $((128 + 15)) ] || fail "status $status: $stderr"
+	assert_content d/a $'new a\n'
+	assert_content d/c $'new c\n'
+	assert_no_litter
+}
+
+@test "a full disk while the files are written: exit 1, nothing replaced, no temporary file" {
+	mount_ext4 m 8
+	mkdir -p s
+	echo old > m/a
+	echo old > m/b
+	head -c 3000000 /dev/zero > s/a
+	head -c 6000000 /dev/zero > s/b
+	snapshot m/a m/b
+	run --separate-stderr "$PONYWRITE" -t m s/a s/b
+	assert_status 1
+	assert_stderr_has "ponywrite: m/b: cannot write the new content: No space left on device"
+	assert_stderr_has "ponywrite: nothing replaced: 1 of 2 targets failed"
+	assert_untouched m/a m/b
+	assert_no_litter m
+}
+
+@test "targets on two file systems: one syncfs each before the renames, one directory flush each after" {
+	mount_ext4 m 8
+	mkdir -p d s
+	echo x > s/x
+	trace_syncs --batch=<(pairs d/a s/x m/b s/x d/c s/x)
+	assert_status 0
+	[ "$(count_in_trace '^syncfs\(')" -eq 2 ] || fail "syncfs: $TRACE"
+	[ "$(count_in_trace '^fsync\(')" -eq 2 ] || fail "fsync: $TRACE"
+	printf '%s\n' "$TRACE" | grep -qE "^fsync\([0-9]+<$(pwd -P)/m>\)" ||
+	    fail "m not flushed: $TRACE"
+	assert_content m/b $'x\n'
+	assert_content d/c $'x\n'
+}
+
+@test "a few descriptors are enough for many files, and for many failures" {
+	mkdir -p d s bad
+	local i
+	for i in $(seq 1 300); do echo "$i" > "s/f$i"; mkdir "bad/f$i"; done
+	run --separate-stderr bash -c 'ulimit -n 32 && exec "$@"' sh "$PONYWRITE" -t d s/*
+	assert_status 0
+	assert_content d/f300 $'300\n'
+	run --separate-stderr bash -c 'ulimit -n 32 && exec "$@"' sh "$PONYWRITE" -t d bad/*
+	assert_status 1
+	assert_stderr_has "ponywrite: bad/f300: Is a directory"
+	assert_stderr_has "ponywrite: nothing replaced: 300 of 300 targets failed"
+	! grep -q "Too many open files" <<<"$stderr" || fail "descriptors leak: $stderr"
+	assert_no_litter
+}
+
+@test "a kernel before 5.8 (uname faked by setarch): each new file flushed, no syncfs" {
+	require_cmd setarch strace
+	setarch --uname-2.6 true 2>/dev/null || skip "setarch --uname-2.6 not supported"
+	mkdir -p one two s
+	echo x > s/x
+	echo same > one/c
+	cp -p one/c s/c
+	local log="$BATS_TEST_TMPDIR/old.trace"
+	pairs one/a s/x two/b s/x one/c s/c > "$BATS_TEST_TMPDIR/list"
+	run --separate-stderr setarch --uname-2.6 strace -f -qq -y -o "$log" \
+	    -e trace=fsync,fdatasync,syncfs,rename,renameat,renameat2 \
+	    "$PONYWRITE" -C --batch="$BATS_TEST_TMPDIR/list"
+	assert_status 0
+	! grep -q '^[0-9]* *syncfs' "$log" || fail "syncfs on an old kernel: $(cat "$log")"
+	# Two new files and the unchanged one flushed, then the renames, then both directories.
+	[ "$(grep -cE 'fsync\([0-9]+<[^>]*/\.(a|b)\.' "$log")" -eq 2 ] ||
+	    fail "new files not flushed each: $(cat "$log")"
+	grep -qE 'fsync\([0-9]+<[^>]*/one/c>' "$log" || fail "unchanged file not flushed: $(cat "$log")"
+	[ "$(grep -cE "fsync\([0-9]+<$(pwd -P)/(one|two)>\)" "$log")" -eq 2 ] ||
+	    fail "directories not flushed each: $(cat "$log")"
+	assert_content two/b $'x\n'
+}
