@@ -100,6 +100,14 @@ blockcrash-nosync: ponywrite tests/blockcrash/recorder
 	    PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
+# Device flushes of the many-files forms for N = 1, 3, 10, 100, 1000 files,
+# 100 in 10 directories and 1000 in 50, on ext4, XFS and btrfs.
+blockcrash-flushes: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_FLUSHCOUNT=1 BLOCKCRASH_PROFILES="ext4 xfs btrfs" \
+	    BLOCKCRASH_TABLE_OUT=docs/batch-flushes.md PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
 tests/blockcrash/recorder: tests/blockcrash/recorder.c
 	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
@@ -142,5 +150,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening crashtest blockcrash blockcrash-nosync mutate docs readme-tables install \
+	lint fuzz installcheck hardening crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
 	uninstall clean
