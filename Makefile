@@ -93,6 +93,13 @@ blockcrash: ponywrite tests/blockcrash/recorder
 	BLOCKCRASH_TABLE_OUT=docs/blockcrash.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
+# The same matrix with --no-sync on every scenario (its table in docs/).
+blockcrash-nosync: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_NOSYNC=1 BLOCKCRASH_TABLE_OUT=docs/blockcrash-no-sync.md \
+	    PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
 # Device flushes of the many-files forms for N = 1, 3, 10, 100, 1000 files,
 # 100 in 10 directories and 1000 in 50, on ext4, XFS and btrfs.
 blockcrash-flushes: ponywrite tests/blockcrash/recorder
@@ -143,5 +150,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening crashtest blockcrash blockcrash-flushes mutate docs readme-tables install \
+	lint fuzz installcheck hardening crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
 	uninstall clean

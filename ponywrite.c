@@ -9,9 +9,11 @@
  *
  *	1. resolve_target	find the real file and open its directory
  *	2. create_temp		.NAME.RANDOM, O_EXCL|O_NOFOLLOW, mode 0600
- *	3. fill_temp		copy the input (or run the command) into it
+ *	3. fill_temp		copy the input (or run the command) into it,
+ *				writing large input behind in windows
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
- *	5. flush_fd		fsync the temporary file
+ *	5. flush_temp		fsync the temporary file, or where the journal
+ *				orders it (ext4, XFS) wait for its data
  *	6. commit		rename it over the target, fsync the directory
  *
  * Any failure before step 6 removes the temporary file and leaves the target
@@ -42,12 +44,19 @@
 
 /* Portability: capability-named switches, nothing OS-named below this block. */
 #if defined(__linux__)
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #define HAVE_SPLICE 1
 #define HAVE_COPY_FILE_RANGE 1
 #define HAVE_PROCFS_MAGIC 0x9fa0	/* statfs f_type of /proc */
 #define HAVE_SYNCFS 1
+#define HAVE_EXT4_MAGIC	0xef53		/* ... of ext4 (and ext2, ext3) */
+#define HAVE_XFS_MAGIC	0x58465342	/* ... of XFS */
+#endif
+#ifdef SYNC_FILE_RANGE_WRITE
 #define HAVE_SYNC_FILE_RANGE 1
+#define SYNC_RANGE_WAIT	(SYNC_FILE_RANGE_WAIT_BEFORE | \
+	SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)
 #endif
 #ifdef __has_include
 #if __has_include(<sys/random.h>)
@@ -71,8 +80,10 @@
 #define MAX_HOPS	40		/* symbolic links followed, as SYMLOOP_MAX */
 #define RANDOM_LEN	12		/* random characters in a temporary name */
 #define BUFSIZE		(128 * 1024)
-#define CHUNK		(1 << 30)	/* bytes asked of splice/copy_file_range */
+#define CHUNK		(1 << 30)	/* bytes asked of splice */
 #define MAX_OFF		((off_t)1 << 62)
+#define BEHIND_FROM	((off_t)64 << 20)	/* write behind past this size */
+#define WINDOW		((off_t)8 << 20)	/* ... a window at a time */
 
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
@@ -140,6 +151,7 @@ static struct job {
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
 	int	 exists, linked, flushdir;
+	int	 ordered;		/* its journal orders data (flush_data) */
 	struct stat st;
 	char	 tmpname[NAME_MAX + 1];	/* filled, waiting for its rename */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
@@ -148,6 +160,9 @@ static size_t njobs;
 static sigjmp_buf *onfail;		/* fail() goes on from here */
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
+#ifdef HAVE_SYNC_FILE_RANGE
+static off_t behind;			/* the first window not yet written out */
+#endif
 
 static void
 usage(FILE *fp)
@@ -470,6 +485,18 @@ flush_fd(int fd)
 		;
 	return r;
 }
+
+#ifdef HAVE_SYNC_FILE_RANGE
+static int
+sync_range(int fd, off_t off, off_t len, unsigned int flags)
+{
+	int r;
+
+	while ((r = sync_file_range(fd, off, len, flags)) < 0 && errno == EINTR)
+		;
+	return r;
+}
+#endif
 
 static int
 xopenat(int atfd, const char *path, int flags, mode_t mode)
@@ -1619,6 +1646,36 @@ fail_write(void)
 	fail(opt.target, "cannot write the new content: %s", strerror(errno));
 }
 
+/*
+ * Large input: past BEHIND_FROM bytes, start writing out each full window,
+ * wait for the one before it and drop that from the page cache, so that
+ * dirty memory stays bounded (BEHIND_FROM, then a window or two) and other
+ * writers do not stall behind it.  An error here is a lost write, which fsync would not report
+ * again: it fails the run.
+ */
+static void
+write_behind(int fd, off_t end)
+{
+#ifdef HAVE_SYNC_FILE_RANGE
+	for (; end >= BEHIND_FROM && end - behind >= WINDOW; behind += WINDOW) {
+		if (sync_range(fd, behind, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
+		    (behind > 0 && sync_range(fd, behind - WINDOW, WINDOW,
+		    SYNC_RANGE_WAIT) < 0)) {
+			if (errno != ENOSYS)
+				fail_write();
+			behind = MAX_OFF;	/* not here: no windows */
+			return;
+		}
+		if (behind > 0)			/* advice: failing is harmless */
+			(void)posix_fadvise(fd, behind - WINDOW, WINDOW,
+			    POSIX_FADV_DONTNEED);
+	}
+#else
+	(void)fd;
+	(void)end;
+#endif
+}
+
 /* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
 static off_t
 copy_pread(int in, off_t from, int out, off_t to, off_t len,
@@ -1632,6 +1689,7 @@ copy_pread(int in, off_t from, int out, off_t to, off_t len,
 		if (xpwrite(out, buf, n, to + done) < 0)
 			fail_write();
 		done += n;
+		write_behind(out, to + done);
 	}
 	if (n < 0)
 		fail_errno(inname);
@@ -1650,10 +1708,13 @@ copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
 #ifdef HAVE_COPY_FILE_RANGE
 	ssize_t n;
 
+	/* A window at a time, for write_behind (a reflink dirties nothing). */
 	while (done < len && ((n = copy_file_range(in, &from, out, &to,
-	    len - done < CHUNK ? len - done : CHUNK, 0)) > 0 ||
-	    (n < 0 && errno == EINTR)))
+	    len - done < WINDOW ? len - done : WINDOW, 0)) > 0 ||
+	    (n < 0 && errno == EINTR))) {
 		done += n > 0 ? n : 0;
+		write_behind(out, to);
+	}
 	if (done < len && n < 0 && dest_error(errno))
 		fail_write();
 	if (done < len && n == 0)
@@ -1704,7 +1765,7 @@ static off_t
 copy_fd(int in, int out, const char *inname)
 {
 	struct stat st;
-	off_t total = 0, start;
+	off_t total = 0, start, at = lseek(out, 0, SEEK_CUR);
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
@@ -1714,8 +1775,7 @@ copy_fd(int in, int out, const char *inname)
 	/* st_size 0 may be a file of /proc: read(2) it. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
-		return copy_regular(in, start, &st, out, lseek(out, 0,
-		    SEEK_CUR), inname);
+		return copy_regular(in, start, &st, out, at, inname);
 #ifdef HAVE_SPLICE
 	if (S_ISFIFO(st.st_mode)) {
 #ifdef F_SETPIPE_SZ
@@ -1723,8 +1783,10 @@ copy_fd(int in, int out, const char *inname)
 		fcntl(in, F_SETPIPE_SZ, 1 << 20);
 #endif
 		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
-		    (n < 0 && errno == EINTR))
+		    (n < 0 && errno == EINTR)) {
 			total += n > 0 ? n : 0;
+			write_behind(out, at + total);
+		}
 		if (n == 0)
 			return total;
 		if (dest_error(errno) || errno == EIO)
@@ -1735,6 +1797,7 @@ copy_fd(int in, int out, const char *inname)
 		if (xwrite(out, buf, n) < 0)
 			fail_write();
 		total += n;
+		write_behind(out, at + total);
 	}
 	if (n < 0)
 		fail_errno(inname);
@@ -2051,6 +2114,85 @@ apply_metadata(int fd)
 	set_mode(fd);
 }
 
+/* Step 5: the data on the device before the rename. */
+
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
+/* ext2, ext3 and ext4 share a magic; sysfs tells whether there is a journal. */
+static int
+ext4_journaled(int fd)
+{
+	char link[PATH_MAX], path[PATH_MAX + 64], *name;
+	struct stat st;
+	ssize_t n;
+	int sfd;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	snprintf(path, sizeof path, "/sys/dev/block/%u:%u",
+	    major(st.st_dev), minor(st.st_dev));
+	if ((n = readlink(path, link, sizeof link - 1)) < 0)
+		return 0;
+	link[n] = '\0';
+	name = strrchr(link, '/') != NULL ? strrchr(link, '/') + 1 : link;
+	snprintf(path, sizeof path, "/sys/fs/ext4/%s/journal_task", name);
+	if ((sfd = xopenat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0)) < 0)
+		return 0;
+	n = xread(sfd, link, sizeof link);
+	close(sfd);
+	return n > 0 && link[0] != '<';		/* "<none>": no journal */
+}
+
+/*
+ * Where the block-level crash test (tests/blockcrash) proves it: ext4 with a
+ * journal and XFS commit the rename in a journal write that flushes the
+ * device cache first, so data written and waited for is on the disk before
+ * the name is.  Not btrfs: its directory fsync logs the name, not the data.
+ */
+#endif
+
+static int
+journal_orders_data(int fd)
+{
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) < 0)
+		return 0;
+	return sf.f_type == HAVE_XFS_MAGIC ||
+	    (sf.f_type == HAVE_EXT4_MAGIC && ext4_journaled(fd));
+#else
+	(void)fd;
+	return 0;
+#endif
+}
+
+/*
+ * There (ORDERED) the data, written and waited for, is enough: the directory
+ * flush after the rename commits the new inode and its name in one journal
+ * commit (with --no-sync, the next commit does).  Elsewhere: fsync.
+ */
+static int
+flush_data(int fd, int ordered)
+{
+#ifdef HAVE_SYNC_FILE_RANGE
+	if (ordered) {
+		if (sync_range(fd, 0, 0, SYNC_RANGE_WAIT) == 0)
+			return 0;
+		if (errno != ENOSYS)
+			return -1;
+	}
+#else
+	(void)ordered;
+#endif
+	return flush_fd(fd);
+}
+
+static int
+flush_temp(int fd)
+{
+	return flush_data(fd, journal_orders_data(fd));
+}
+
 /*
  * -b: before the rename, a hidden hard link keeps the old file; after it, the
  * link is renamed over TARGET~.  A run that fails before the rename removes
@@ -2175,13 +2317,16 @@ print_changed(int status)
 
 /*
  * Many files.  Each target goes through the steps above, with two changes:
- * no temporary file is renamed before all of them are durable, and the
- * flushes are made once per file system, not once per file:
+ * no temporary file is renamed before all of them are safe (step 5 of the
+ * protocol done for every one), and the flushes are made once per file
+ * system, not once per file:
  *
  *	1. resolve_job		each target's directory, opened before writing
- *	2-4. prepare_job	fill each temporary file, start its write-back
- *	5. flush_new_files	one syncfs per file system
- *	6. rename_jobs		rename each one over its target
+ *	2-4. prepare_job	fill each temporary file; where the journal
+ *				orders data (flush_data), wait for it, elsewhere
+ *				start its write-back
+ *	5. flush_new_files	elsewhere, one syncfs per file system
+ *	6. rename_job		rename each one over its target
  *	   flush_dirs		one flush per file system (its directory, or
  *				syncfs if its targets are in several)
  *
@@ -2282,6 +2427,8 @@ resolve_job(struct job *j)
 			break;
 		}
 	j->dirfd = jobs[j->dir].dirfd == -1 ? tgt.dirfd : jobs[j->dir].dirfd;
+	j->ordered = j->dir == (size_t)(j - jobs) ?
+	    journal_orders_data(j->dirfd) : jobs[j->dir].ordered;
 	tgt.dirfd = -1;
 }
 
@@ -2344,12 +2491,14 @@ prepare_job(struct job *j)
 		jobs[j->dir].flushdir |= perfile;
 	} else {
 		apply_metadata(jobfd);
-		if (perfile && flush_fd(jobfd) < 0)
+		/* Where the journal orders data, waiting for it is enough. */
+		if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)
 			fail(opt.target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
-		/* Start writing it now; syncfs reports any error. */
-		sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		/* Elsewhere start writing it now; syncfs reports any error. */
+		if (!perfile && !j->ordered)
+			sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
 	}
@@ -2366,6 +2515,17 @@ prepare_job(struct job *j)
 	drop_job();
 }
 
+/*
+ * What needs a syncfs before the renames: a new file whose data the journal
+ * does not order, and an unchanged file that -C promises is on the disk.
+ */
+static int
+needs_syncfs(const struct job *j)
+{
+	return (j->state == READY && !j->ordered) ||
+	    (j->state == UNCHANGED && opt.sync);
+}
+
 /* Step 5: every new file durable before the first rename. */
 static void
 flush_new_files(void)
@@ -2373,10 +2533,10 @@ flush_new_files(void)
 	size_t i, k;
 
 	for (i = 0; i < njobs; i++) {
-		for (k = 0; k < i && (jobs[k].state < UNCHANGED ||
+		for (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||
 		    jobs[k].dev != jobs[i].dev); k++)
 			;
-		if (k == i && jobs[i].state >= UNCHANGED &&
+		if (k == i && needs_syncfs(&jobs[i]) &&
 		    flush_fs(jobs[i].dirfd) < 0)
 			fail(jobs[i].dirpath, "cannot flush the new files to"
 			    " disk: %s; nothing replaced", strerror(errno));
@@ -2540,7 +2700,7 @@ main(int argc, char *argv[])
 	if (opt.ifchanged && unchanged(fd, size))
 		return finish_unchanged();
 	apply_metadata(fd);
-	if (flush_fd(fd) < 0)
+	if (flush_temp(fd) < 0)
 		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
 	if (opt.lock)
 		lock_new_file(fd);

@@ -281,6 +281,10 @@ def main():
         lines.append("")
         lines.append("Output checks: " + "; ".join(checks.splitlines()) + ".")
     syscall_section(lines)
+    lines.append("")
+    c6 = read(os.path.join(W, "c6.md"))
+    why = read(os.path.join(W, "c6.skip")) or read(os.path.join(W, "c6.fail"))
+    lines.append(c6 if c6 else "### Case 6 (large input, dirty memory): " + (why or "not run"))
     print("\n".join(lines))
 
 

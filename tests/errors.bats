@@ -355,7 +355,7 @@ occurrence()
 	echo old > d/t
 	trace_flushes d/t
 	case $FLUSHES in
-	"fdatasync rename fsync "|"fsync rename fsync ") ;;
+	"fdatasync rename fsync "|"fsync rename fsync "|"sync_file_range rename fsync ") ;;
 	*) fail "flushes and renames: $FLUSHES" ;;
 	esac
 	assert_content d/t $'traced\n'
@@ -378,7 +378,7 @@ occurrence()
 	snapshot d/t
 	for sync in "" --no-sync; do
 		run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj.trace" \
-		    -e trace=fsync,fdatasync,rename,renameat,renameat2 \
+		    -e trace=fsync,fdatasync,sync_file_range,rename,renameat,renameat2 \
 		    -e inject="$sc":error=EIO:when="$n" "$PONYWRITE" $sync d/t < <(echo new)
 		assert_status 1
 		assert_stderr "ponywrite: d/t: cannot flush to disk: $E_EIO"
@@ -599,7 +599,10 @@ PY
 	done
 	mkdir -p "$d"
 	echo old > "$d/t"
-	run --separate-stderr strace -qq -o /dev/null -e inject=fsync:error=EIO:when=2 \
+	# The directory's is the last fsync: the second, or the only one where
+	# sync_file_range waits for the data.
+	n=$(strace -qq -o /dev/stdout -e trace=fsync "$PONYWRITE" "$d/t" < <(echo new) | grep -c '^fsync(')
+	run --separate-stderr strace -qq -o /dev/null -e inject=fsync:error=EIO:when="$n" \
 	    "$PONYWRITE" "$d/t" < <(echo new)
 	assert_status 3
 	assert_stderr_has "replaced, but flushing directory $d failed: $E_EIO; the new content may not survive a crash"

@@ -17,7 +17,11 @@
 #                        line per fsync/fdatasync/sync/syncfs/sync_file_range/
 #                        rename*, fds shown as <path>; status in $status
 #   count_in_trace RE    how many TRACE lines match the extended regex RE
-#   trace_events         TRACE as words: flush-temp flush-dir rename:NAME ...
+#   trace_events         TRACE as words: flush-temp wait-temp flush-dir rename:NAME ...
+#   temp_step [DIR]      the word for what makes the temporary file's data safe
+#                        before the rename on DIR's file system: wait-temp
+#                        (sync_file_range) on XFS and ext4 with a journal,
+#                        flush-temp (fsync) elsewhere
 
 BG_REAPER=
 BG_ERR=
@@ -135,7 +139,8 @@ count_in_trace()
 # trace_events: TRACE (from trace_syncs, run in the current directory) as
 # words: flush-temp (a hidden file here), flush-dir (this directory),
 # flush:PATH (another file or directory, relative to here), rename:NAME (a
-# rename onto NAME), sync, syncfs, sync_file_range, other.
+# rename onto NAME), wait-temp and wait:PATH (sync_file_range waiting for
+# a whole file), sync, syncfs, sync_file_range (a range), other.
 trace_events()
 {
 	local here line path out=
@@ -151,6 +156,13 @@ trace_events()
 				path=${path#"$here"/}
 				out+=" flush:$path"
 			fi
+		elif [[ $line =~ ^sync_file_range\([0-9]+\<(.*)\>,\ 0,\ 0,\ .*WAIT_AFTER\) ]]; then
+			path=${BASH_REMATCH[1]}
+			if [[ $path == "$here"/.* ]] && [ "${path%/*}" = "$here" ]; then
+				out+=" wait-temp"
+			else
+				out+=" wait:${path#"$here"/}"
+			fi
 		elif [[ $line =~ ^rename(at2?)?\(.*\ \"([^\"]*)\"(,\ [A-Z0-9_|]+)?\)\ += ]]; then
 			out+=" rename:${BASH_REMATCH[2]}"
 		elif [[ $line =~ ^(sync|syncfs|sync_file_range)\( ]]; then
@@ -162,4 +174,19 @@ trace_events()
 		fi
 	done <<<"$TRACE"
 	echo "${out# }"
+}
+
+temp_step()
+{
+	local dir=${1:-.} name
+	case $(stat -f -c %t "$dir") in
+	58465342) echo wait-temp ;;
+	ef53)
+		name=$(readlink "/sys/dev/block/$(stat -c %Hd:%Ld "$dir")")
+		case $(cat "/sys/fs/ext4/${name##*/}/journal_task" 2>/dev/null) in
+		[0-9]*) echo wait-temp ;;
+		*) echo flush-temp ;;
+		esac ;;
+	*) echo flush-temp ;;
+	esac
 }

@@ -26,6 +26,7 @@
 #   unpriv CMD...        as nobody when root, as is otherwise
 #   mount_ext4 DIR MIB [OPTS]  loop-mount a fresh ext4 of MIB MiB on DIR (root;
 #                        skips when loop devices are missing); unmounted by teardown
+#   mount_fs TYPE DIR [MKFS-OPTION...]  the same for a 320 MiB file system of TYPE
 #   start_slow ARG...    run "${PW_PREFIX[@]}" $PONYWRITE ARG... in the background
 #                        reading a FIFO that this shell writes through fd 9; PW_PID
 #   temp_of PID [DIR]    wait (5 s) until PID has a temporary file in DIR open; print
@@ -279,6 +280,23 @@ assert_regular()
 assert_symlink()
 {
 	[ -L "$1" ] || fail "$1 is not a symbolic link"
+}
+
+# mount_fs TYPE DIR [MKFS-OPTION...]: a fresh TYPE file system loop-mounted on
+# DIR (root only; skips when the tools or loop devices are missing).
+mount_fs()
+{
+	require_root
+	local type=$1 dir=$2 img
+	shift 2
+	require_cmd "mkfs.$type" losetup mount umount
+	img="$BATS_TEST_TMPDIR/$type.${#PW_MOUNTS[@]}.img"
+	truncate -s 320M "$img"
+	"mkfs.$type" -q "$@" "$img" >/dev/null 2>&1 || skip "mkfs.$type failed"
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd -P)
+	mount -o loop "$img" "$dir" 2>/dev/null || skip "cannot loop-mount $type"
+	PW_MOUNTS+=("$dir")
 }
 
 # mount_ext4 DIR MIB [OPTS]: a fresh ext4 file system of MIB MiB, no blocks

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# --no-sync: ordering only.  The temporary file is still flushed before the
-# rename (so a crash leaves old or new), but the directory flush is skipped.
+# --no-sync: ordering only.  The temporary file's data is still made safe
+# before the rename (so a crash leaves old or new): fsync, or on XFS and ext4
+# with a journal sync_file_range (temp_step); the directory flush is skipped.
 
 load helpers
 load features_helpers
@@ -81,8 +82,8 @@ load features_helpers
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content t $'new\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t flush-dir" ] ||
-	    fail "expected: flush-temp rename:t flush-dir
+	[ "$events" = "$(temp_step) rename:t flush-dir" ] ||
+	    fail "expected: $(temp_step) rename:t flush-dir
 got: $events
 $TRACE"
 	assert_no_litter
@@ -94,11 +95,11 @@ $TRACE"
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content t $'new\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t" ] ||
-	    fail "expected: flush-temp rename:t
+	[ "$events" = "$(temp_step) rename:t" ] ||
+	    fail "expected: $(temp_step) rename:t
 got: $events
 $TRACE"
-	n=$(count_in_trace '^(fsync|fdatasync)\(')
+	n=$(count_in_trace '^(fsync|fdatasync|sync_file_range)\(')
 	[ "$n" -eq 1 ] || fail "$n flushes: $TRACE"
 	assert_no_litter
 }
@@ -108,7 +109,7 @@ $TRACE"
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content new $'x\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:new" ] || fail "got: $events
+	[ "$events" = "$(temp_step) rename:new" ] || fail "got: $events
 $TRACE"
 	assert_no_litter
 }
@@ -119,12 +120,12 @@ $TRACE"
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content t $'new\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t" ] || fail "got: $events
+	[ "$events" = "$(temp_step) rename:t" ] || fail "got: $events
 $TRACE"
 	trace_syncs t echo newer
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t flush-dir" ] || fail "default got: $events
+	[ "$events" = "$(temp_step) rename:t flush-dir" ] || fail "default got: $events
 $TRACE"
 	assert_no_litter
 }
@@ -139,7 +140,7 @@ $TRACE"
 	[ "$(inode 't~')" = "$old" ] || fail "t~ is not the old file"
 	events=$(trace_events)
 	case $events in
-	"flush-temp rename:t~ rename:t" | "flush-temp rename:t rename:t~") ;;
+	"$(temp_step) rename:t~ rename:t" | "$(temp_step) rename:t rename:t~") ;;
 	*) fail "got: $events
 $TRACE" ;;
 	esac
@@ -152,7 +153,7 @@ $TRACE" ;;
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content t $'old\nnew\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t" ] || fail "got: $events
+	[ "$events" = "$(temp_step) rename:t" ] || fail "got: $events
 $TRACE"
 	assert_no_litter
 }
@@ -163,7 +164,7 @@ $TRACE"
 	[ "$status" -eq 0 ] || fail "status $status: $stderr"
 	assert_content t $'1\n'
 	events=$(trace_events)
-	[ "$events" = "flush-temp rename:t" ] || fail "got: $events
+	[ "$events" = "$(temp_step) rename:t" ] || fail "got: $events
 $TRACE"
 	[ "$(listing)" = t ] || fail "directory holds: $(listing)"
 }
@@ -174,11 +175,11 @@ $TRACE"
 	assert_content a/b/t $'x\n'
 	events=$(trace_events)
 	case $events in
-	"flush:a/b/."*" rename:t") ;;
+	"flush:a/b/."*" rename:t" | "wait:a/b/."*" rename:t") ;;
 	*) fail "expected only the temp flush and the rename; got: $events
 $TRACE" ;;
 	esac
-	n=$(count_in_trace '^(fsync|fdatasync)\(')
+	n=$(count_in_trace '^(fsync|fdatasync|sync_file_range)\(')
 	[ "$n" -eq 1 ] || fail "$n flushes: $TRACE"
 	assert_no_litter
 }
@@ -189,6 +190,7 @@ $TRACE" ;;
 	events=$(trace_events)
 	case $events in
 	"flush-dir flush:a flush:a/b/."*" rename:t flush:a/b") ;;
+	"flush-dir flush:a wait:a/b/."*" rename:t flush:a/b") ;;
 	*) fail "got: $events
 $TRACE" ;;
 	esac
@@ -205,7 +207,7 @@ $TRACE" ;;
 	assert_content sub/real $'new\n'
 	events=$(trace_events)
 	case $events in
-	"flush:sub/.real."*" rename:real") ;;
+	"flush:sub/.real."*" rename:real" | "wait:sub/.real."*" rename:real") ;;
 	*) fail "got: $events
 $TRACE" ;;
 	esac

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The protocol, call by call on a trace: how the temporary file is opened,
-# the order owner -> attributes -> mode -> fsync -> close -> rename ->
-# directory fsync, and what a failure of each late step leaves behind.
+# the order owner -> attributes -> mode -> fsync (sync_file_range on XFS and
+# journaled ext4) -> close -> rename -> directory fsync, and what a failure of each late step leaves behind.
 
 load helpers
 load features_helpers
@@ -32,7 +32,7 @@ $PTRACE"; return 1; }
 setup()
 {
 	pw_setup
-	PTRACE_OPTS=(-e trace=openat,open,fchown,fsetxattr,fremovexattr,fchmod,fsync,fdatasync,close,rename,renameat,renameat2,linkat)
+	PTRACE_OPTS=(-e trace=openat,open,fchown,fsetxattr,fremovexattr,fchmod,fsync,fdatasync,sync_file_range,close,rename,renameat,renameat2,linkat)
 }
 
 @test "the temporary file is opened O_RDWR|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0600" {
@@ -61,7 +61,7 @@ setup()
 	own=$(step "^fchown\([0-9]+<[^>]*$tmp, 65534, 65534\) = 0")
 	attr=$(step "^fsetxattr\([0-9]+<[^>]*$tmp, \"user\.k\"")
 	mode=$(step "^fchmod\([0-9]+<[^>]*$tmp, 0640\) = 0")
-	flush=$(step "^fsync\([0-9]+<[^>]*$tmp\) = 0")
+	flush=$(step "^(fsync|sync_file_range)\([0-9]+<[^>]*$tmp(\)|, 0, 0, .*WAIT_AFTER\)) = 0")
 	close=$(step "^close\([0-9]+<[^>]*$tmp\) = 0")
 	ren=$(step '^renameat2?\(.*"\.t\.[A-Za-z0-9_-]{12}".*"t"')
 	dir=$(step "^fsync\([0-9]+<$(pwd -P)>\) = 0")

@@ -127,6 +127,7 @@ function allowed(name, err, c, phase, desc,    flushish, tempfd) {
 	if ((name ~ /^(splice|sendfile)$/ && err == "EINVAL") ||
 	    (name == "copy_file_range" && err ~ /^(EXDEV|EOPNOTSUPP|ENOSYS|EINVAL)$/) ||
 	    (name == "fallocate" && err == "EOPNOTSUPP") ||
+	    (name == "sync_file_range" && err == "ENOSYS") ||
 	    (name == "flistxattr" && err == "EOPNOTSUPP" && desc ~ /, NULL, 0\)$/) ||
 	    (name == "fgetxattr" && err == "ENODATA" && desc ~ /, NULL, 0\)$/) ||
 	    (name == "fremovexattr" && err ~ /^(ENODATA|EOPNOTSUPP)$/))

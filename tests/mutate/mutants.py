@@ -50,10 +50,10 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "main", [("if (flush_fd(fd) < 0)", "if (0)")],
+M("no-data-flush", "main", [("if (flush_temp(fd) < 0)", "if (0)")],
   "the temporary file is not flushed before the rename", "flush")
 M("data-flush-error-ignored", "main",
-  [("if (flush_fd(fd) < 0)", "if (flush_fd(fd) < -1)")],
+  [("if (flush_temp(fd) < 0)", "if (flush_temp(fd) < -1)")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
@@ -64,8 +64,8 @@ M("no-dir-flush", "commit", [("opt.sync && flush_fd(tgt.dirfd) < 0", "0")],
 M("dir-flush-status-0", "commit", [("return late;\n\t}", "return 0;\n\t}")],
   "a failed directory flush exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
-  [("apply_metadata(fd);\n\tif (flush_fd(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));",
-    "if (flush_fd(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
+  [("apply_metadata(fd);\n\tif (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));",
+    "if (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_parents", [("(!opt.sync || flush_fd(fd) == 0)", "1")],
@@ -74,8 +74,19 @@ M("unchanged-not-flushed", "finish_unchanged",
   [("if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))", "if (0)")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
 M("nosync-skips-data-flush", "main",
-  [("if (flush_fd(fd) < 0)", "if (opt.sync && flush_fd(fd) < 0)")],
+  [("if (flush_temp(fd) < 0)", "if (opt.sync && flush_temp(fd) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
+M("data-wait-error-ignored", "flush_data",
+  [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
+  "a write error reported by sync_file_range before the rename is ignored (fsync then succeeds)",
+  "flush")
+M("cheap-flush-without-journal", "ext4_journaled", [("link[0] != '<'", "1")],
+  "ext2 and ext4 without a journal only wait for the data before the rename", "flush")
+M("cheap-flush-everywhere", "journal_orders_data",
+  [("return sf.f_type == HAVE_XFS_MAGIC ||", "return 1 ||")],
+  "every file system (btrfs too) only waits for the data before the rename", "flush")
+M("cheap-flush-nowhere", "journal_orders_data", [("if (fstatfs(fd, &sf) < 0)", "if (1)")],
+  "no file system gets the cheaper sequence: 4 flushes where 2 are proven enough", "flush")
 M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
@@ -198,6 +209,19 @@ M("failstatus-1", "parse_options", [("failstatus = 125;", ";")],
 M("usage-status-1", "usage_error", [("exit(2);", "exit(1);")],
   "a usage error exits 1", "status")
 
+# --- write-behind of large input
+M("no-write-behind", "write_behind", [("end >= BEHIND_FROM &&", "0 &&")],
+  "large input is not written behind: dirty memory grows with the input", "writeback")
+M("write-behind-no-wait", "write_behind",
+  [("(behind > 0 && sync_range(fd, behind - WINDOW, WINDOW,\n\t\t    SYNC_RANGE_WAIT) < 0)", "0")],
+  "the window before is not waited for: writeback is started but never bounded", "writeback")
+M("write-behind-error-ignored", "write_behind",
+  [("if (errno != ENOSYS)\n\t\t\t\tfail_write();", "")],
+  "a write error reported by sync_file_range on a window is ignored (fsync then succeeds)",
+  "writeback")
+M("write-behind-from-start", "write_behind", [("end >= BEHIND_FROM &&", "end >= 0 &&")],
+  "small input is written behind too: a sync_file_range per window below 64 MiB", "writeback")
+
 # --- input copying
 M("holes-filled-size", "copy_regular",
   [("while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)\n\t\t;\n\tif (n < 0 ||",
@@ -269,5 +293,13 @@ M("many-unchanged-replaced", "prepare_job",
   [("if (opt.ifchanged && unchanged(jobfd, size))", "if (0)")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
-  [("if (perfile && flush_fd(jobfd) < 0)", "if (0)")],
+  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
+    "if (j->ordered && flush_data(jobfd, j->ordered) < 0)")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
+M("many-ordered-not-waited", "prepare_job",
+  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
+    "if (perfile && flush_data(jobfd, j->ordered) < 0)")],
+  "where the journal orders data, the new files are not waited for", "many")
+M("many-ordered-everywhere", "resolve_job",
+  [("journal_orders_data(j->dirfd)", "1")],
+  "every file system is taken for one whose journal orders data", "many")
