@@ -157,6 +157,7 @@ static struct job {
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
 } *jobs;
 static size_t njobs;
+static size_t stdins;			/* sources that are "-" */
 static sigjmp_buf *onfail;		/* fail() goes on from here */
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
@@ -412,6 +413,17 @@ xmalloc(size_t n)
 	if (p == NULL)
 		fail(NULL, "%s", strerror(errno));
 	return p;
+}
+
+/* N jobs, zeroed. */
+static struct job *
+xjobs(size_t n)
+{
+	struct job *j = calloc(n, sizeof *j);
+
+	if (j == NULL)
+		fail(NULL, "%s", strerror(errno));
+	return j;
 }
 
 /* System call wrappers: retry EINTR, finish short writes. */
@@ -702,6 +714,7 @@ add_job(const char *target, const char *source)
 	j->target = target;
 	j->source = source;
 	j->dirfd = -1;
+	stdins += strcmp(source, "-") == 0;
 	njobs++;		/* now the signal handler may look at it */
 }
 
@@ -717,7 +730,8 @@ jobs_from_args(char **argv)
 		;
 	if (n == 0)
 		usage_hint("missing source after -t %s", dir);
-	jobs = xmalloc(n * sizeof *jobs);
+	jobs = xjobs(n);
+	njobs = 0;
 	for (; *argv != NULL; argv++) {
 		for (end = *argv + strlen(*argv); end > *argv + 1 &&
 		    end[-1] == '/'; end--)
@@ -742,20 +756,21 @@ static void
 jobs_from_list(void)
 {
 	size_t len = 0, size = BUFSIZE, n, i;
-	char *list = xmalloc(size), *p;
+	char *list = xmalloc(size), *p, *more;
 	ssize_t r;
 	int fd = STDIN_FILENO;
 
 	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
 		usage_hint("--batch=-: stdin is a terminal");
-	if (strcmp(opt.batch, "-") != 0 && (fd = xopenat(AT_FDCWD,
-	    opt.batch, O_RDONLY | O_CLOEXEC, 0)) < 0)
-		fail_errno(opt.batch);
-	while ((r = xread(fd, list + len, size - len)) > 0)
-		if ((len += r) == size && (list = realloc(list,
-		    size *= 2)) == NULL)
-			fail_errno(opt.batch);
-	if (r < 0)
+	if (strcmp(opt.batch, "-") != 0)
+		fd = xopenat(AT_FDCWD, opt.batch, O_RDONLY | O_CLOEXEC, 0);
+	while (fd >= 0 && (r = xread(fd, list + len, size - len)) > 0)
+		if ((len += r) == size) {
+			if ((more = realloc(list, size *= 2)) == NULL)
+				fail_errno(opt.batch);
+			list = more;
+		}
+	if (fd < 0 || r < 0)
 		fail_errno(opt.batch);
 	if (fd != STDIN_FILENO)
 		close(fd);
@@ -764,7 +779,8 @@ jobs_from_list(void)
 	if ((len > 0 && list[len - 1] != '\0') || n % 2 != 0)
 		usage_hint("%s: not a list of NUL-terminated target and"
 		    " source pairs", opt.batch);
-	jobs = xmalloc((n / 2 + 1) * sizeof *jobs);
+	jobs = xjobs(n / 2 + 1);
+	njobs = 0;
 	for (p = list; p < list + len; p += strlen(p) + 1) {
 		if (*p == '\0' || p[strlen(p) + 1] == '\0')
 			usage_hint("%s: an empty name in pair %zu", opt.batch,
@@ -778,10 +794,6 @@ jobs_from_list(void)
 static void
 check_sources(void)
 {
-	size_t i, stdins = 0;
-
-	for (i = 0; i < njobs; i++)
-		stdins += strcmp(jobs[i].source, "-") == 0;
 	if (stdins > 0 && opt.batch != NULL && strcmp(opt.batch, "-") == 0)
 		usage_hint("--batch=- reads the list from stdin: no source can"
 		    " be -");
@@ -2337,7 +2349,7 @@ print_changed(int status)
 static sigjmp_buf jobfail;
 static int jobfd = -1;		/* the temporary file being filled */
 static int perfile;		/* flush each file, not each file system */
-static int late;		/* replaced, but a backup could not be made */
+static int lostbackup;		/* replaced, but a backup was not renamed */
 
 /*
  * syncfs(2) reports write-back errors since Linux 5.8; before that, only a
@@ -2550,7 +2562,7 @@ rename_job(struct job *j)
 	load_job(j);
 	link_backup();
 	if (rename_over(j->tmpname) < 0)
-		late = 3;
+		lostbackup = 3;
 	j->state = REPLACED;
 	jobs[j->dir].flushdir = 1;
 }
@@ -2671,7 +2683,7 @@ replace_many(void)
 		fail(NULL, "nothing replaced");
 	if (opt.sync && flush_dirs() != 0)
 		status = 3;
-	status = report_jobs(done, left, status != 0 ? status : late);
+	status = report_jobs(done, left, status != 0 ? status : lostbackup);
 	remove_litter();
 	unblock_signals();
 	return status;
