@@ -27,6 +27,8 @@
 #   mount_ext4 DIR MIB [OPTS]  loop-mount a fresh ext4 of MIB MiB on DIR (root;
 #                        skips when loop devices are missing); unmounted by teardown
 #   mount_fs TYPE DIR [MKFS-OPTION...]  the same for a 320 MiB file system of TYPE
+#   require_ext4_sysfs   skip unless /sys/fs/ext4 shows whether an ext4 has a
+#                        journal (without it ponywrite keeps fsync there)
 #   start_slow ARG...    run "${PW_PREFIX[@]}" $PONYWRITE ARG... in the background
 #                        reading a FIFO that this shell writes through fd 9; PW_PID
 #   temp_of PID [DIR]    wait (5 s) until PID has a temporary file in DIR open; print
@@ -284,6 +286,12 @@ assert_symlink()
 
 # mount_fs TYPE DIR [MKFS-OPTION...]: a fresh TYPE file system loop-mounted on
 # DIR (root only; skips when the tools or loop devices are missing).
+require_ext4_sysfs()
+{
+	[ -d /sys/fs/ext4 ] && [ -n "$(ls /sys/fs/ext4 2>/dev/null)" ] ||
+	    skip "no /sys/fs/ext4 (sysfs not mounted): ext4 keeps fsync"
+}
+
 mount_fs()
 {
 	require_root

@@ -377,6 +377,8 @@ expect_plan()
 @test "flush plan where the journal orders data (ext4 with a journal, XFS)" {
 	local fs
 	for fs in ext4 xfs; do
+		[ "$fs" = ext4 ] && ! [ -n "$(ls /sys/fs/ext4 2>/dev/null)" ] &&
+		    continue	# without sysfs, ext4 keeps fsync
 		mount_fs "$fs" "m$fs" $([ "$fs" = ext4 ] && echo -F)
 		mkdir -p "m$fs/d" "m$fs/e" s
 		echo x > s/x
@@ -513,6 +515,7 @@ ponywrite: nothing replaced"
 }
 
 @test "targets on two file systems: the flush before the renames where each needs it, one directory flush each after" {
+	require_ext4_sysfs
 	mount_ext4 m 8
 	mkdir -p d s
 	echo x > s/x

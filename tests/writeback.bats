@@ -215,17 +215,20 @@ $TRACE"
 }
 
 @test "ext4 with a journal: sync_file_range before the rename, no fsync of the file" {
+	require_ext4_sysfs
 	mount_fs ext4 m -F
 	assert_sequence m wait-temp
 }
 
 @test "ext4 with data=writeback: sync_file_range too" {
+	require_ext4_sysfs
 	require_root
 	mount_ext4 m 64 data=writeback
 	assert_sequence m wait-temp
 }
 
 @test "ext3 (the same driver, a journal): sync_file_range" {
+	require_ext4_sysfs
 	mount_fs ext3 m -F
 	assert_sequence m wait-temp
 }
