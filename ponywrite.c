@@ -142,6 +142,7 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
  * Many files (-t, --batch): each target's place and temporary file, kept
  * from one step to the next.  The signal handler removes the files.
  */
+static char *listbuf;			/* --batch's list, whole */
 static struct job {
 	const char *target;		/* as given */
 	const char *source;
@@ -774,6 +775,7 @@ jobs_from_list(void)
 		fail_errno(opt.batch);
 	if (fd != STDIN_FILENO)
 		close(fd);
+	listbuf = list;
 	for (n = i = 0; i < len; i++)
 		n += list[i] == '\0';
 	if ((len > 0 && list[len - 1] != '\0') || n % 2 != 0)
@@ -1073,16 +1075,18 @@ static void
 enter_dir(int atfd, const char *path, char *display)
 {
 	int fd = opt.parents ? make_parents(atfd, path) :
-	    open_dir_at(atfd, path);
+	    open_dir_at(atfd, path), e = errno;
 
-	if (fd < 0)
+	if (display != tgt.dirpath) {
+		free(tgt.dirpath);
+		tgt.dirpath = display;	/* kept (for -t and --batch) even if */
+	}
+	errno = e;
+	if (fd < 0)			/* ... it cannot be opened */
 		fail_dir(display);
 	if (tgt.dirfd >= 0)
 		close(tgt.dirfd);
 	tgt.dirfd = fd;
-	if (display != tgt.dirpath)
-		free(tgt.dirpath);
-	tgt.dirpath = display;
 }
 
 /*
@@ -2601,8 +2605,12 @@ static size_t
 fail_job(struct job *j)
 {
 	drop_job();
-	if (j->dirfd < 0 && tgt.dirfd >= 0)
-		close(tgt.dirfd);	/* resolve_job had not kept it yet */
+	if (j->dirfd < 0) {		/* resolve_job had not kept these */
+		if (tgt.dirfd >= 0)
+			close(tgt.dirfd);
+		j->dirpath = tgt.dirpath;
+		j->name = tgt.name;
+	}
 	tgt.dirfd = -1;
 	j->state = FAILED;
 	return 1;
