@@ -1077,12 +1077,12 @@ enter_dir(int atfd, const char *path, char *display)
 	int fd = opt.parents ? make_parents(atfd, path) :
 	    open_dir_at(atfd, path), e = errno;
 
-	if (display != tgt.dirpath) {
+	/* Kept (for -t and --batch) even if it cannot be opened. */
+	if (display != tgt.dirpath)
 		free(tgt.dirpath);
-		tgt.dirpath = display;	/* kept (for -t and --batch) even if */
-	}
+	tgt.dirpath = display;
 	errno = e;
-	if (fd < 0)			/* ... it cannot be opened */
+	if (fd < 0)
 		fail_dir(display);
 	if (tgt.dirfd >= 0)
 		close(tgt.dirfd);
