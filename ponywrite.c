@@ -228,24 +228,37 @@ help(void)
 
 /* Error handling: remove what we made, say why, exit. */
 
+static void warnx(const char *, const char *, ...);
+
+/*
+ * Remove NAME from DIRFD (DIR in messages).  One that cannot be removed,
+ * as on a file system turned read-only, is named when TELL allows it (not
+ * in a signal handler), so that its owner can remove it later.
+ */
 static void
-remove_litter(void)
+unlink_litter(int dirfd, const char *dir, char *name, const char *what,
+    int tell)
+{
+	if (name[0] == '\0')
+		return;
+	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT && tell)
+		warnx(dir, "cannot remove the %s %s: %s", what, name,
+		    strerror(errno));
+	name[0] = '\0';
+}
+
+static void
+remove_litter(int tell)
 {
 	int e = errno;
 	size_t i;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].tmpname[0] != '\0') {
-			unlinkat(jobs[i].dirfd, jobs[i].tmpname, 0);
-			jobs[i].tmpname[0] = '\0';
-		}
-	if (tmpname[0] != '\0')
-		unlinkat(tgt.dirfd, tmpname, 0);
-	if (bakname[0] != '\0')
-		unlinkat(tgt.dirfd, bakname, 0);
-	if (lockname[0] != '\0')
-		unlinkat(tgt.dirfd, lockname, 0);
-	tmpname[0] = bakname[0] = lockname[0] = '\0';
+		unlink_litter(jobs[i].dirfd, jobs[i].dirpath, jobs[i].tmpname,
+		    "temporary file", tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, tmpname, "temporary file", tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, bakname, "backup link", tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, lockname, "lock file", tell);
 	errno = e;
 }
 
@@ -295,7 +308,6 @@ fail(const char *path, const char *fmt, ...)
 	char *msg;
 	va_list ap;
 
-	remove_litter();
 	va_start(ap, fmt);
 	msg = vformat(fmt, ap);
 	va_end(ap);
@@ -304,6 +316,7 @@ fail(const char *path, const char *fmt, ...)
 	warnx(path, "%s%s", text, opt.command != NULL &&
 	    strstr(text, "not replaced") == NULL ? "; target not replaced" : "");
 	free(msg);
+	remove_litter(1);
 	if (onfail != NULL)
 		siglongjmp(*onfail, 1);
 	exit(failstatus);
@@ -910,7 +923,7 @@ parse_options(int argc, char *argv[])
 static _Noreturn void
 die_by(int sig)
 {
-	remove_litter();
+	remove_litter(0);
 	signal(sig, SIG_DFL);
 	sigprocmask(SIG_UNBLOCK, &fatalsigs, NULL);
 	raise(sig);
@@ -1886,7 +1899,7 @@ exec_failed(pid_t pid, int e)
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	child = 0;
-	remove_litter();
+	remove_litter(1);
 	if (e == ENOENT)
 		warnx(opt.target, "not replaced: command '%s' not found%s",
 		    opt.command[0], *opt.command[0] == '-' ?
@@ -1918,7 +1931,7 @@ wait_command(pid_t pid)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
 	describe_status(opt.command[0], status);
-	remove_litter();
+	remove_litter(1);
 	exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 	    WEXITSTATUS(status));
 }
@@ -2310,7 +2323,7 @@ commit(int fd)
 static int
 finish_unchanged(void)
 {
-	remove_litter();
+	remove_litter(1);
 	if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))
 		fail(opt.target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
@@ -2692,7 +2705,7 @@ replace_many(void)
 	if (opt.sync && flush_dirs() != 0)
 		status = 3;
 	status = report_jobs(done, left, status != 0 ? status : lostbackup);
-	remove_litter();
+	remove_litter(1);
 	unblock_signals();
 	return status;
 }
@@ -2729,7 +2742,7 @@ main(int argc, char *argv[])
 	status = commit(fd);
 	if (opt.printchanged)
 		status = print_changed(status);
-	remove_litter();
+	remove_litter(1);
 	unblock_signals();
 	return status;
 }

@@ -671,3 +671,30 @@ PY
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "a temporary file that cannot be removed (file system turned read-only) is named" {
+	require_cmd strace
+	mkdir d
+	echo old > d/t
+	snapshot d/t
+	run --separate-stderr strace -f -qq -o /dev/null -e inject=unlinkat:error=EROFS \
+	    "$PONYWRITE" -E d/t < /dev/null
+	assert_status 1
+	left=$(cd d && ls -A | grep -v '^t$')
+	[ -n "$left" ] || fail "the injected unlink did not leave the temporary file"
+	assert_stderr "ponywrite: d/t: input is empty, not replaced (-E)
+ponywrite: d: cannot remove the temporary file $left: Read-only file system"
+	assert_untouched d/t
+	rm -f "d/$left"
+	# The many-files form names each one it leaves.
+	echo new > a
+	: > empty
+	run --separate-stderr strace -f -qq -o /dev/null -e inject=unlinkat:error=EROFS \
+	    "$PONYWRITE" -E -t d a empty
+	assert_status 1
+	[ "$(cd d && ls -A | grep -c -v '^t$')" -eq 2 ] || fail "left: $(ls -A d)"
+	for f in $(cd d && ls -A | grep -v '^t$'); do
+		assert_stderr_has "ponywrite: d: cannot remove the temporary file $f: Read-only file system"
+	done
+	assert_untouched d/t
+}

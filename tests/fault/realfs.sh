@@ -10,8 +10,8 @@
 #   abort-ro     ext4 turned read-only mid-way (`mount -o remount,abort`,
 #                as errors=remount-ro does) while ponywrite copies from a
 #                FIFO we control (EROFS); the temporary file cannot be
-#                removed from a read-only file system, so it is reported,
-#                not failed
+#                removed from a read-only file system: ponywrite must name
+#                it in a message
 #   shutdown     ext4 shut down mid-way (the XFS_IOC_GOINGDOWN ioctl, via
 #                xfs_io): every later call fails with EIO; checked again
 #                after unmount and journal recovery
@@ -87,7 +87,12 @@ rf_verdict() {
 	[ "$now" = "$RF_PRE" ] || why="$why target changed;"
 	if [ -n "$litter" ]; then
 		if [ -n "$litterok" ]; then
-			RF_INFO="$RF_INFO (left $litter: cannot be removed there)"
+			# It cannot be removed there, but it must be named.
+			for f in $litter; do
+				grep -qF "cannot remove the temporary file $f:" "$errfile" ||
+				    why="$why $f left and not named;"
+			done
+			RF_INFO="$RF_INFO (left $litter: cannot be removed there, named)"
 		else
 			why="$why litter: $litter;"
 		fi
