@@ -2253,6 +2253,10 @@ link_backup(void)
 	    tries++)
 		if (errno != ENOENT || tries == 100) {
 			bakname[0] = '\0';
+			/* Same directory: only a mount can be in between. */
+			if (errno == EXDEV)
+				fail(opt.target, "is a mount point and cannot"
+				    " be replaced: %s", strerror(errno));
 			fail(opt.target, "cannot make backup: %s",
 			    strerror(errno));
 		}

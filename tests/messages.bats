@@ -4,11 +4,11 @@
 
 load helpers
 
-# musl's text for EBUSY differs from glibc's.
+# musl's texts for EBUSY and EXDEV differ from glibc's.
 if grep -q 'Symbolic link loop' "$PONYWRITE" 2>/dev/null; then
-	E_BUSY='Resource busy'
+	E_BUSY='Resource busy' E_XDEV='Cross-device link'
 else
-	E_BUSY='Device or resource busy'
+	E_BUSY='Device or resource busy' E_XDEV='Invalid cross-device link'
 fi
 
 @test "a missing directory behind a symbolic link: the link is named, then the directory" {
@@ -65,4 +65,11 @@ fi
 	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_BUSY; target not replaced"
 	assert_untouched t src
 	assert_no_litter
+	# -b links the target first: across the mount that is EXDEV.
+	run --separate-stderr "$PONYWRITE" -b t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_XDEV"
+	assert_untouched t src
+	assert_no_litter
+	[ ! -e t~ ] || fail "t~ was made"
 }

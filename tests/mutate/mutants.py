@@ -99,16 +99,18 @@ M("temp-0644", "create_temp", [("O_CLOEXEC, 0600)", "O_CLOEXEC, 0644)")],
   "the temporary file is readable by others while written", "open")
 M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLLOW, 0600")],
   "the command inherits the temporary file's descriptor", "open")
-M("litter-temp", "remove_litter", [("unlinkat(tgt.dirfd, tmpname, 0);", ";")],
+M("litter-temp", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, tmpname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, tmpname,")],
   "a failed run leaves its temporary file", "litter")
-M("litter-backup-link", "remove_litter", [("unlinkat(tgt.dirfd, bakname, 0);", ";")],
+M("litter-backup-link", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, bakname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, bakname,")],
   "-b's hidden link is left behind when the run fails", "litter")
-M("litter-on-signal", "die_by", [("remove_litter();", "")],
+M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
 M("litter-on-command-failure", "wait_command",
-  [("describe_status(opt.command[0], status);\n\tremove_litter();",
+  [("describe_status(opt.command[0], status);\n\tremove_litter(1);",
     "describe_status(opt.command[0], status);")],
   "a failing command leaves the temporary file", "litter")
+M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
+  "a temporary file that cannot be removed (read-only file system) is not named", "litter")
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
@@ -245,7 +247,7 @@ M("append-without-lock", "parse_options",
   "-a does not take the lock: parallel appends lose lines", "append")
 M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(fd);", "")],
   "the lock ends at the rename: -l -b loses a version", "lock")
-M("lock-file-left", "remove_litter", [("unlinkat(tgt.dirfd, lockname, 0);", ";")],
+M("lock-file-left", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, lockname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, lockname,")],
   "-l on a missing target leaves its lock file", "litter")
 M("lock-wait-forever", "wait_lock",
   [("if (lock_timeout || errno == EWOULDBLOCK)", "if (0)")],
@@ -281,7 +283,7 @@ M("many-duplicates-allowed", "check_duplicates",
   [("if (by_place(&v[i - 1], &v[i]) == 0) {", "if (0) {")],
   "a target given twice is replaced twice", "many")
 M("many-litter", "remove_litter",
-  [("unlinkat(jobs[i].dirfd, jobs[i].tmpname, 0);", ";")],
+  [("\t\tunlink_litter(jobs[i].dirfd,", "\t\tif (0) unlink_litter(jobs[i].dirfd,")],
   "the temporary files of other targets are left behind on failure", "many")
 M("many-no-writeback", "prepare_job",
   [("sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);", ";")],
