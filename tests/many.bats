@@ -223,6 +223,13 @@ pairs()
 	assert_status 0
 	assert_content a/b/x $'x\n'
 	assert_content c/y $'x\n'
+	# A target given twice is found once its directory exists: the
+	# directory stays (documented), nothing else is done.
+	run --separate-stderr "$PONYWRITE" -p --batch=<(pairs n/m/x s/x n/m/x s/x)
+	assert_status 2
+	[ -d n/m ] || fail "n/m was not created"
+	[ ! -e n/m/x ] || fail "n/m/x was created"
+	assert_no_litter
 }
 
 @test "a user: the batch works, and an unwritable directory fails it" {

@@ -139,5 +139,7 @@ load features_helpers
 	assert_status 1
 	assert_stderr "ponywrite: a/b/t: input is empty, not replaced (-E)"
 	[ ! -e a/b/t ] || fail "a/b/t was created"
+	# The directories stay, as the man page says (mkdir -p, then a failure).
+	[ -d a/b ] || fail "a/b was not created"
 	assert_no_litter
 }
