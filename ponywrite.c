@@ -769,7 +769,7 @@ jobs_from_args(char **argv)
 static void
 jobs_from_list(void)
 {
-	size_t len = 0, size = BUFSIZE, n, i;
+	size_t len = 0, size = BUFSIZE, names = 0, start = 0, i;
 	char *list = xmalloc(size), *p, *more;
 	ssize_t r;
 	int fd = STDIN_FILENO;
@@ -778,28 +778,35 @@ jobs_from_list(void)
 		usage_hint("--batch=-: stdin is a terminal");
 	if (strcmp(opt.batch, "-") != 0)
 		fd = xopenat(AT_FDCWD, opt.batch, O_RDONLY | O_CLOEXEC, 0);
-	while (fd >= 0 && (r = xread(fd, list + len, size - len)) > 0)
-		if ((len += r) == size) {
+	listbuf = list;
+	while (fd >= 0 && (r = xread(fd, list + len, size - len)) > 0) {
+		/* Checked as it comes: /dev/zero is refused, not stored. */
+		for (i = len, len += r; i < len; i++)
+			if (list[i] == '\0') {
+				if (i == start)
+					usage_hint("%s: an empty name in pair"
+					    " %zu", opt.batch, names / 2 + 1);
+				names++;
+				start = i + 1;
+			} else if (i - start >= PATH_MAX)
+				usage_hint("%s: a name longer than PATH_MAX in"
+				    " pair %zu", opt.batch, names / 2 + 1);
+		if (len == size) {
 			if ((more = realloc(list, size *= 2)) == NULL)
 				fail_errno(opt.batch);
-			list = more;
+			listbuf = list = more;
 		}
+	}
 	if (fd < 0 || r < 0)
 		fail_errno(opt.batch);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	listbuf = list;
-	for (n = i = 0; i < len; i++)
-		n += list[i] == '\0';
-	if ((len > 0 && list[len - 1] != '\0') || n % 2 != 0)
+	if (start != len || names % 2 != 0)
 		usage_hint("%s: not a list of NUL-terminated target and"
 		    " source pairs", opt.batch);
-	jobs = xjobs(n / 2 + 1);
+	jobs = xjobs(names / 2 + 1);
 	njobs = 0;
 	for (p = list; p < list + len; p += strlen(p) + 1) {
-		if (*p == '\0' || p[strlen(p) + 1] == '\0')
-			usage_hint("%s: an empty name in pair %zu", opt.batch,
-			    njobs + 1);
 		add_job(p, p + strlen(p) + 1);
 		p += strlen(p) + 1;
 	}

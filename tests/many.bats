@@ -291,6 +291,14 @@ pairs()
 	run --separate-stderr "$PONYWRITE" --batch=<(printf 'd/a\0\0')
 	assert_status 2
 	assert_stderr_has "an empty name in pair 1"
+	# Checked as it is read: an endless list of NULs is refused at once,
+	# and so is a name no path can have.
+	run --separate-stderr timeout 20 "$PONYWRITE" --batch=/dev/zero
+	assert_status 2
+	assert_stderr_has "/dev/zero: an empty name in pair 1"
+	run --separate-stderr timeout 20 "$PONYWRITE" --batch=<(printf 'd/a\0s/a\0'; yes | tr -d '\n')
+	assert_status 2
+	assert_stderr_has "a name longer than PATH_MAX in pair 2"
 	run --separate-stderr "$PONYWRITE" --batch=<(pairs d/a - d/b -) </dev/null
 	assert_status 2
 	assert_stderr_has "stdin (-) can be the source of one target only"
