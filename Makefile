@@ -39,6 +39,10 @@ test: ponywrite
 deps:
 	tests/deps
 
+# The suite as user nobody, from a copy it owns (run as root).
+usercheck: ponywrite
+	BATS=$(BATS) tests/usercheck
+
 # The README's two commands as root in a fresh minimal Debian 12 (root).
 freshcheck:
 	tests/freshcheck
@@ -150,5 +154,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
+	lint fuzz installcheck hardening usercheck crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
 	uninstall clean
