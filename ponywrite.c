@@ -132,6 +132,7 @@ static volatile pid_t child;
 static volatile sig_atomic_t caught;
 static volatile sig_atomic_t lock_timeout;	/* -w: the time is up */
 static sigset_t fatalsigs, origmask;
+static sigset_t cmdmask;			/* as it was on entry, for a command */
 static int failstatus = 1;		/* 125 in command mode */
 static int stdin_closed;		/* it holds a placeholder, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
@@ -1327,17 +1328,25 @@ set_lock_timer(double seconds)
 	static struct sigaction orig;
 	struct sigaction sa;
 	struct itimerval it;
+	long long us = seconds * 1e6 + 1;	/* -w takes at most 1e8 */
 
 	memset(&sa, 0, sizeof sa);
 	memset(&it, 0, sizeof it);
 	if (seconds > 0) {
-		sa.sa_handler = on_alarm;
+		/* Ignoring it first drops one that was pending, blocked. */
+		sa.sa_handler = SIG_IGN;
 		sigaction(SIGALRM, &sa, &orig);
-		it.it_value.tv_sec = (time_t)seconds;
-		it.it_value.tv_usec = (seconds - (time_t)seconds) * 1e6 + 1;
+		sigdelset(&origmask, SIGALRM);
+		unblock_signals();
+		sa.sa_handler = on_alarm;
+		sigaction(SIGALRM, &sa, NULL);
+		it.it_value.tv_sec = us / 1000000;
+		it.it_value.tv_usec = us % 1000000;
 		it.it_interval.tv_usec = 10000;
 	}
-	setitimer(ITIMER_REAL, &it, NULL);
+	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
+		fail(opt.target, "cannot set the timer of -w: %s",
+		    strerror(errno));
 	if (seconds == 0)
 		sigaction(SIGALRM, &orig, NULL);
 }
@@ -1887,7 +1896,7 @@ exec_command(int out, int report)
 		sigaction(fatal[i], &origact[i], NULL);
 	sigaction(SIGXFSZ, &origxfsz, NULL);
 	sigaction(SIGCHLD, &origchld, NULL);
-	sigprocmask(SIG_SETMASK, &origmask, NULL);
+	sigprocmask(SIG_SETMASK, &cmdmask, NULL);
 	if (dup2(out, STDOUT_FILENO) < 0)
 		_exit(125);
 	execvp(opt.command[0], opt.command);
@@ -2730,6 +2739,7 @@ main(int argc, char *argv[])
 	open_std_fds();
 	parse_options(argc, argv);
 	sigprocmask(SIG_SETMASK, NULL, &origmask);
+	cmdmask = origmask;
 	setup_signals();
 	if (opt.targetdir != NULL || opt.batch != NULL)
 		return replace_many();

@@ -465,3 +465,91 @@ second_user_waits()
 	assert_content t~ $'A\n'
 	assert_no_litter
 }
+
+# hold_forever FILE: this shell holds flock(2) on FILE until the test ends.
+hold_forever()
+{
+	exec 8<"$1"
+	flock -x 8
+}
+
+@test "-w with SIGALRM blocked on entry: gives up after the time, exit 1 (125 in command mode)" {
+	require_cmd flock
+	env --block-signal=ALRM true 2>/dev/null || skip "env has no --block-signal"
+	echo old > t
+	snapshot t
+	hold_forever t
+	run --separate-stderr timeout 10 env --block-signal=ALRM \
+	    "$PONYWRITE" -w 0.5 t 8<&- < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0.5 seconds (-w)"
+	assert_untouched t
+	run --separate-stderr timeout 10 env --block-signal=ALRM \
+	    "$PONYWRITE" --wait=0.5 t 8<&- sh -c 'touch ran; echo x'
+	assert_status 125
+	assert_stderr "ponywrite: t: lock is busy: gave up after 0.5 seconds (-w); target not replaced"
+	[ ! -e ran ] || fail "the command ran"
+	assert_untouched t
+	exec 8<&-
+	assert_no_litter
+}
+
+@test "-w: the command gets the signal mask it had on entry (SIGALRM blocked stays blocked)" {
+	env --block-signal=ALRM true 2>/dev/null || skip "env has no --block-signal"
+	echo old > t
+	run --separate-stderr env --block-signal=ALRM "$PONYWRITE" -w 5 t \
+	    awk '/^SigBlk/ { print $2 }' /proc/self/status
+	assert_status 0
+	blk=$(cat t)
+	(( (0x$blk >> 13) & 1 )) || fail "SIGALRM not blocked in the command: SigBlk $blk"
+	run --separate-stderr "$PONYWRITE" -w 5 t \
+	    awk '/^SigBlk/ { print $2 }' /proc/self/status
+	assert_status 0
+	blk=$(cat t)
+	(( ((0x$blk >> 13) & 1) == 0 )) || fail "SIGALRM blocked in the command: SigBlk $blk"
+	assert_no_litter
+}
+
+@test "-w: fractions that round up to a whole second still time out" {
+	require_cmd flock
+	echo old > t
+	snapshot t
+	hold_forever t
+	for w in 0.9999999 1.9999999 0.0000001 0.5000000001; do
+		run --separate-stderr timeout 10 "$PONYWRITE" -w "$w" t 8<&- < <(echo new)
+		assert_status 1
+		assert_stderr "ponywrite: t: lock is busy: gave up after $w seconds (-w)"
+		assert_untouched t
+	done
+	exec 8<&-
+	assert_no_litter
+}
+
+@test "-w 99999999: a long wait is set, and the lock taken when the holder lets go" {
+	require_cmd flock
+	echo old > t
+	flock t sleep 0.5 &
+	holder=$!
+	for _ in $(seq 50); do
+		flock -n t true || break
+		sleep 0.05
+	done
+	run --separate-stderr timeout 10 "$PONYWRITE" -w 99999999 t < <(echo new)
+	wait "$holder"
+	assert_status 0
+	assert_quiet
+	assert_content t $'new\n'
+	assert_no_litter
+}
+
+@test "-w: a timer that cannot be set fails the run, untouched" {
+	require_cmd strace
+	echo old > t
+	snapshot t
+	run --separate-stderr strace -qq -o /dev/null -e inject=setitimer:error=EINVAL \
+	    "$PONYWRITE" -w 0.5 t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot set the timer of -w: Invalid argument"
+	assert_untouched t
+	assert_no_litter
+}
