@@ -777,6 +777,10 @@ jobs_from_list(void)
 
 	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
 		usage_hint("--batch=-: stdin is a terminal");
+	if (strcmp(opt.batch, "-") == 0 && stdin_closed) {
+		errno = EBADF;
+		fail_errno("stdin");
+	}
 	if (strcmp(opt.batch, "-") != 0)
 		fd = xopenat(AT_FDCWD, opt.batch, O_RDONLY | O_CLOEXEC, 0);
 	listbuf = list;

@@ -73,3 +73,43 @@ fi
 	assert_no_litter
 	[ ! -e t~ ] || fail "t~ was made"
 }
+
+# no_stdin CMD...: run CMD with descriptor 0 closed (run's own pipes never
+# take its place).
+no_stdin()
+{
+	timeout 10 bash -c 'exec 0<&- "$@"' _ "$@"
+}
+
+@test "a closed stdin: --batch=- says what -i - says, exit 1, nothing done" {
+	echo old > t
+	snapshot t
+	run --separate-stderr no_stdin "$PONYWRITE" -i - t
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Bad file descriptor"
+	assert_untouched t
+	run --separate-stderr no_stdin "$PONYWRITE" --batch=-
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Bad file descriptor"
+	assert_untouched t
+	run --separate-stderr no_stdin "$PONYWRITE" --batch=- -v --print-changed
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Bad file descriptor"
+	[ -z "$output" ] || fail "stdout: $output"
+	# A list's source "-" is stdin: the same reason, named by the batch.
+	printf 't\0-\0' > list
+	snapshot list
+	run --separate-stderr no_stdin "$PONYWRITE" --batch=list
+	assert_status 1
+	assert_stderr "ponywrite: stdin: Bad file descriptor
+ponywrite: nothing replaced: 1 of 1 targets failed"
+	assert_untouched t list
+	# -t has no name to give stdin: a usage error, closed or not.
+	mkdir d
+	run --separate-stderr no_stdin "$PONYWRITE" -t d -
+	assert_status 2
+	assert_stderr "ponywrite: -: no file name to give it in d (use --batch to name targets)
+Try 'ponywrite --help' for more information."
+	[ -z "$(ls -A d)" ] || fail "d: $(ls -A d)"
+	assert_no_litter "$WORK"
+}
