@@ -88,6 +88,7 @@
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
 	int	 parents, printchanged, sync, verbose;
+	int	 null;			/* -z: --print-changed ends names with NUL */
 	double	 wait;			/* -w seconds; -1: wait forever */
 	const char *waitarg;		/* ... as the user typed them */
 	const char *input;		/* NULL: standard input */
@@ -173,14 +174,14 @@ usage(FILE *fp)
 	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
 	    " [-o owner[:group]]\n"
 	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
-	    "                 [--print-changed] target"
+	    "                 [--print-changed [-z]] target"
 	    " [command [argument ...]]\n"
 	    "       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]"
 	    "\n                 [-g group] [-S suffix] [--no-sync]"
-	    " [--print-changed]\n                 source ...\n"
+	    " [--print-changed [-z]]\n                 source ...\n"
 	    "       ponywrite --batch=list [-bCEpPv] [-m mode]"
 	    " [-o owner[:group]] [-g group]\n"
-	    "                 [-S suffix] [--no-sync] [--print-changed]\n"
+	    "                 [-S suffix] [--no-sync] [--print-changed [-z]]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -216,6 +217,8 @@ help(void)
 	    "  -v, --verbose           say what was done\n"
 	    "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
 	    " (implies -l)\n"
+	    "  -z, --null              --print-changed ends each name with NUL,"
+	    " not newline\n"
 	    "      --batch=LIST        replace the TARGET\\0SOURCE\\0 pairs of"
 	    " LIST (-: stdin)\n"
 	    "      --no-sync           keep old-or-new, skip the directory"
@@ -871,9 +874,10 @@ parse_options(int argc, char *argv[])
 		{ "verbose",		no_argument,		NULL, 'v' },
 		{ "version",		no_argument,		NULL, OPT_VERSION },
 		{ "wait",		required_argument,	NULL, 'w' },
+		{ "null",		no_argument,		NULL, 'z' },
 		{ NULL,			0,			NULL, 0 }
 	};
-	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:";
+	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:z";
 	mode_t unused;
 	int ch;
 
@@ -896,6 +900,7 @@ parse_options(int argc, char *argv[])
 		case 't': opt.targetdir = optarg; break;
 		case 'v': opt.verbose = 1; break;
 		case 'w': parse_wait(optarg); break;
+		case 'z': opt.null = 1; break;
 		case OPT_BATCH: opt.batch = optarg; break;
 		case OPT_HELP: help(); close_stdout();
 		case OPT_NOSYNC: opt.sync = 0; break;
@@ -910,6 +915,8 @@ parse_options(int argc, char *argv[])
 		usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
 		usage_hint("invalid suffix: '%s'", opt.suffix);
+	if (opt.null && !opt.printchanged)
+		usage_hint("-z (--null) needs --print-changed");
 	if (opt.targetdir != NULL || opt.batch != NULL) {
 		many_options(argv);
 		return;
@@ -2360,7 +2367,8 @@ finish_unchanged(void)
 static int
 print_changed(int status)
 {
-	if (printf("%s\n", opt.target) < 0 || fflush(stdout) != 0) {
+	if (printf("%s%c", opt.target, opt.null ? '\0' : '\n') < 0 ||
+	    fflush(stdout) != 0) {
 		warnx(opt.target, "replaced, but its name could not be written"
 		    " to stdout: %s", strerror(errno));
 		return opt.command != NULL ? 125 : 3;

@@ -19,7 +19,8 @@ _ponywrite()
 	local opts='-a --append -b --backup -C --if-changed -E --no-empty
 	    -g --group -i --input -l --lock -m --mode -o --owner -p --parents
 	    -P --no-dereference -S --suffix -t --target-directory= -v --verbose
-	    -w --wait --batch= --no-sync --print-changed --help --version'
+	    -w --wait -z --null --batch= --no-sync --print-changed --help
+	    --version'
 
 	COMPREPLY=()
 	cur=${COMP_WORDS[COMP_CWORD]}

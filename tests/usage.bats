@@ -5,12 +5,12 @@ load helpers
 
 USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
 USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
-USAGE3='                 [--print-changed] target [command [argument ...]]'
+USAGE3='                 [--print-changed [-z]] target [command [argument ...]]'
 USAGE4='       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]
-                 [-g group] [-S suffix] [--no-sync] [--print-changed]
+                 [-g group] [-S suffix] [--no-sync] [--print-changed [-z]]
                  source ...
        ponywrite --batch=list [-bCEpPv] [-m mode] [-o owner[:group]] [-g group]
-                 [-S suffix] [--no-sync] [--print-changed]
+                 [-S suffix] [--no-sync] [--print-changed [-z]]
        ponywrite --help | --version'
 
 @test "no arguments: exit 2, missing target and usage on stderr" {
