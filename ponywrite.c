@@ -1780,6 +1780,22 @@ copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
 }
 
 /*
+ * SEEK_DATA found no data from HOLE on: a hole to END, or the file shrank
+ * since END was its size.  Where its content ends now, never where it did.
+ */
+static off_t
+data_end(int in, off_t hole, off_t end, const char *inname)
+{
+	struct stat now;
+
+	if (fstat(in, &now) < 0)
+		fail_errno(inname);
+	if (now.st_size >= end)
+		return end;
+	return now.st_size > hole ? now.st_size : hole;
+}
+
+/*
  * A regular file, from its offset on: the data is copied, the holes stay
  * holes (SEEK_DATA), and what was appended while copying is copied too.
  * OUT is left positioned after it.
@@ -1792,8 +1808,10 @@ copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
 
 	for (hole = start; hole < end; hole = data + n) {
 		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
-			if (errno == ENXIO)		/* a hole to the end */
+			if (errno == ENXIO) {		/* a hole to the end */
+				end = data_end(in, hole, end, inname);
 				break;
+			}
 			data = hole;			/* no SEEK_DATA here */
 		}
 		if (data >= end)
