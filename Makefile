@@ -43,6 +43,21 @@ deps:
 usercheck: ponywrite
 	BATS=$(BATS) tests/usercheck
 
+# What CI runs (.ci/run, under 20 minutes), on a fresh clone of HEAD in a
+# temporary directory, as CI runs it: root, CI=true, no standard input.
+# Uncommitted changes are not in it.  CI_KEEP=1 keeps the clone.
+ci:
+	@d=$$(mktemp -d /var/tmp/ponywrite-ci.XXXXXX) && \
+	git clone -q . "$$d/ponywrite" && \
+	echo "make ci: .ci/run on a clone of $$(git rev-parse --short HEAD) in $$d" && \
+	(cd "$$d/ponywrite" && CI=true .ci/run </dev/null); s=$$?; \
+	if [ "$(CI_KEEP)" = 1 ]; then echo "make ci: kept $$d"; else rm -rf "$$d"; fi; \
+	exit $$s
+
+# Everything CI runs a sample of, in full (about an hour, root).
+longcheck:
+	tests/longcheck
+
 # The README's two commands as root in a fresh minimal Debian 12 (root).
 freshcheck:
 	tests/freshcheck
@@ -153,6 +168,6 @@ uninstall:
 clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
-.PHONY: all check test deps freshcheck deb fscheck static staticcheck sanitize \
+.PHONY: all check test deps ci longcheck freshcheck deb fscheck static staticcheck sanitize \
 	lint fuzz installcheck hardening usercheck crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
 	uninstall clean

@@ -89,11 +89,25 @@ pw_teardown()
 		wait "$PW_PID" 2>/dev/null || :
 	fi
 	cd /
+	pw_kill_strays
 	local m
 	for m in "${PW_MOUNTS[@]}"; do
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || :
 	done
 	chmod -R u+rwX "$BATS_TEST_TMPDIR" 2>/dev/null || :
+}
+
+# Every process still working in this test's directory (a background run,
+# a lock holder, a command it started), pass or fail: none outlives its test.
+pw_kill_strays()
+{
+	local cwd pids=()
+	while read -r cwd; do
+		cwd=${cwd#/proc/}
+		pids+=("${cwd%/cwd}")
+	done < <(find /proc/[0-9]*/cwd -maxdepth 0 -lname "$BATS_TEST_TMPDIR/*" 2>/dev/null)
+	[ ${#pids[@]} -gt 0 ] || return 0
+	kill -KILL "${pids[@]}" 2>/dev/null || :
 }
 
 setup() { pw_setup; }
