@@ -23,11 +23,13 @@
 #define _FILE_OFFSET_BITS 64
 #include <sys/types.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -40,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 /* Portability: capability-named switches, nothing OS-named below this block. */
@@ -68,6 +71,18 @@
 #include <sys/xattr.h>
 #define HAVE_XATTR 1
 #endif
+/* FS_IOC_GETFLAGS: chattr's +i and +a, which forbid a rename. */
+#if __has_include(<linux/fs.h>) && defined(__linux__)
+#include <linux/fs.h>
+#endif
+#endif
+#if defined(FS_IOC_GETFLAGS) && defined(FS_IMMUTABLE_FL) && \
+    defined(FS_APPEND_FL)
+#define HAVE_CHATTR_FLAGS 1
+#endif
+/* statx tells a mount point (a bind-mounted file) from a file. */
+#ifdef STATX_ATTR_MOUNT_ROOT
+#define HAVE_STATX_MOUNT_ROOT 1
 #endif
 #ifndef ENOTSUP
 #define ENOTSUP EOPNOTSUPP
@@ -115,6 +130,9 @@ static struct {
 	int	 in;			/* the input, while it is open, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
 	int	 linked;		/* reached through a symbolic link */
+	int	 plan;			/* its file system's flush plan */
+	off_t	 behind;		/* write-behind: the first window not
+					   yet written out, MAX_OFF for none */
 } tgt = { .dirfd = -1, .fd = -1, .in = -1 };
 
 /* The new file's metadata. */
@@ -154,19 +172,20 @@ static struct job {
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
 	int	 exists, linked, flushdir;
-	int	 ordered;		/* its journal orders data (flush_data) */
+	int	 plan;			/* its file system's (fs_plan) */
 	struct stat st;
 	char	 tmpname[NAME_MAX + 1];	/* filled, waiting for its rename */
+	char	*bakname;		/* -b's hidden link, made before the renames */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
 } *jobs;
 static size_t njobs;
+static size_t *dirtab;			/* 1 + the first job of each directory,
+					   hashed by (device, inode) */
+static size_t dirtabsize;		/* a power of two, over 2 × njobs */
 static size_t stdins;			/* sources that are "-" */
 static sigjmp_buf *onfail;		/* fail() goes on from here */
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
-#ifdef HAVE_SYNC_FILE_RANGE
-static off_t behind;			/* the first window not yet written out */
-#endif
 
 static void
 usage(FILE *fp)
@@ -257,9 +276,13 @@ remove_litter(int tell)
 	int e = errno;
 	size_t i;
 
-	for (i = 0; i < njobs; i++)
+	for (i = 0; i < njobs; i++) {
 		unlink_litter(jobs[i].dirfd, jobs[i].dirpath, jobs[i].tmpname,
 		    "temporary file", tell);
+		if (jobs[i].bakname != NULL)
+			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
+			    jobs[i].bakname, "backup link", tell);
+	}
 	unlink_litter(tgt.dirfd, tgt.dirpath, tmpname, "temporary file", tell);
 	unlink_litter(tgt.dirfd, tgt.dirpath, bakname, "backup link", tell);
 	unlink_litter(tgt.dirfd, tgt.dirpath, lockname, "lock file", tell);
@@ -777,6 +800,8 @@ jobs_from_list(void)
 	char *list = xmalloc(size), *p, *more;
 	ssize_t r;
 	int fd = STDIN_FILENO;
+	/* Named in messages as -i - names it. */
+	const char *name = strcmp(opt.batch, "-") == 0 ? "stdin" : opt.batch;
 
 	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
 		usage_hint("--batch=-: stdin is a terminal");
@@ -793,25 +818,25 @@ jobs_from_list(void)
 			if (list[i] == '\0') {
 				if (i == start)
 					usage_hint("%s: an empty name in pair"
-					    " %zu", opt.batch, names / 2 + 1);
+					    " %zu", name, names / 2 + 1);
 				names++;
 				start = i + 1;
 			} else if (i - start >= PATH_MAX)
 				usage_hint("%s: a name longer than PATH_MAX in"
-				    " pair %zu", opt.batch, names / 2 + 1);
+				    " pair %zu", name, names / 2 + 1);
 		if (len == size) {
 			if ((more = realloc(list, size *= 2)) == NULL)
-				fail_errno(opt.batch);
+				fail_errno(name);
 			listbuf = list = more;
 		}
 	}
 	if (fd < 0 || r < 0)
-		fail_errno(opt.batch);
+		fail_errno(name);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	if (start != len || names % 2 != 0)
 		usage_hint("%s: not a list of NUL-terminated target and"
-		    " source pairs", opt.batch);
+		    " source pairs", name);
 	jobs = xjobs(names / 2 + 1);
 	njobs = 0;
 	for (p = list; p < list + len; p += strlen(p) + 1) {
@@ -1053,22 +1078,146 @@ open_std_fds(void)
 
 /* Step 1: resolve the target and open its directory. */
 
+/*
+ * In a sticky directory DIRFD that others can write to (WRITABLE: the bits
+ * that count), is a file of OWNER someone else's plant?  The kernel's rule
+ * for protected_symlinks and protected_regular: only the caller's own files
+ * and those of the directory's owner are trusted.  -1 if DIRFD fails.
+ */
 static int
-open_dir_at(int atfd, const char *path)
+planted_in(int dirfd, uid_t owner, mode_t writable)
 {
-	return xopenat(atfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	struct stat dir;
+
+	if (fstat(dirfd, &dir) < 0)
+		return -1;
+	return (dir.st_mode & S_ISVTX) && (dir.st_mode & writable) &&
+	    owner != geteuid() && owner != dir.st_uid;
 }
 
-/* -p: create each missing directory of PATH, flushing its parent. */
+#ifdef O_PATH
+#define O_SEARCH_DIR	O_PATH	/* a directory passed through: search only */
+#else
+#define O_SEARCH_DIR	O_RDONLY
+#endif
+
+struct walk {
+	int hops;	/* symbolic links followed so far */
+	int refused;	/* stopped at another user's link in a sticky directory */
+	size_t made;	/* -p: the directory that could not be made, */
+	size_t in;	/* and its parent, as lengths of the path walked */
+};
+
+static int walk_dir(int, const char *, int, struct walk *);
+
+/*
+ * Component NAME of directory FD, opened with FLAGS.  A symbolic link is
+ * followed here, by the sticky-directory rule, never by the kernel.
+ */
 static int
-make_parents(int atfd, const char *path)
+walk_component(int fd, const char *name, int flags, struct walk *w)
+{
+	struct stat st;
+	char link[PATH_MAX];
+	ssize_t len;
+	int sub, e;
+
+	sub = xopenat(fd, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (sub >= 0 || (errno != ENOTDIR && errno != ELOOP))
+		return sub;
+	e = errno;
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISLNK(st.st_mode)) {
+		errno = e;
+		return -1;
+	}
+	if (++w->hops > MAX_HOPS) {
+		errno = ELOOP;
+		return -1;
+	}
+	if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {
+		w->refused = 1;
+		errno = EACCES;
+		return -1;
+	}
+	if ((len = readlinkat(fd, name, link, sizeof link)) < 0)
+		return -1;
+	if ((size_t)len >= sizeof link) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	link[len] = '\0';
+	return walk_dir(fd, link, flags, w);
+}
+
+/*
+ * Open directory PATH, relative to ATFD, one component at a time: the
+ * sticky-directory rule applies to every link on the way, whatever
+ * fs.protected_symlinks says (SPEC: Targets).  The last directory is opened
+ * with FLAGS, the ones before it for search only.
+ */
+static int
+walk_dir(int atfd, const char *path, int flags, struct walk *w)
 {
 	char *p, *s, *next;
-	int fd, sub;
+	int fd, sub, e;
 
-	if ((fd = open_dir_at(atfd, path)) >= 0 || errno != ENOENT)
+	if (*path == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((p = strdup(path)) == NULL)
+		return -1;
+	s = p + strspn(p, "/");
+	fd = xopenat(atfd, *p == '/' ? "/" : ".", (*s == '\0' ? flags :
+	    O_SEARCH_DIR) | O_DIRECTORY | O_CLOEXEC, 0);
+	for (; fd >= 0 && *s != '\0'; s = next) {
+		next = s + strcspn(s, "/");
+		if (*next != '\0')
+			*next++ = '\0';
+		next += strspn(next, "/");
+		sub = walk_component(fd, s, *next == '\0' ? flags :
+		    O_SEARCH_DIR, w);
+		e = errno;
+		close(fd);
+		errno = e;
+		fd = sub;
+	}
+	free(p);
+	return fd;
+}
+
+static int
+open_dir_at(int atfd, const char *path, struct walk *w)
+{
+	return walk_dir(atfd, path, O_RDONLY, w);
+}
+
+/* -p: a directory made in FD is durable once FD is flushed. */
+static int
+flush_parent(int fd)
+{
+	int dir = xopenat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), r;
+
+	r = dir < 0 ? -1 : flush_fd(dir);
+	if (dir >= 0)
+		close(dir);
+	return r;
+}
+
+/*
+ * -p: create each missing directory of PATH, flushing its parent.  The ones
+ * on the way are opened for search only, as the kernel's walk needs.
+ */
+static int
+make_parents(int atfd, const char *path, struct walk *w)
+{
+	char *p, *s, *next;
+	int fd, sub, flags;
+
+	if ((fd = open_dir_at(atfd, path, w)) >= 0 || errno != ENOENT)
 		return fd;
-	if ((fd = open_dir_at(atfd, *path == '/' ? "/" : ".")) < 0)
+	if ((fd = walk_dir(atfd, *path == '/' ? "/" : ".", O_SEARCH_DIR, w)) < 0)
 		return -1;
 	if ((p = strdup(path)) == NULL) {
 		close(fd);
@@ -1081,10 +1230,14 @@ make_parents(int atfd, const char *path)
 			next = s + strlen(s);
 		if (*s == '\0')
 			continue;
-		if ((sub = open_dir_at(fd, s)) < 0 && errno == ENOENT &&
-		    (mkdirat(fd, s, 0777) == 0 || errno == EEXIST) &&
-		    (!opt.sync || flush_fd(fd) == 0))
-			sub = open_dir_at(fd, s);
+		flags = next[strspn(next, "/")] == '\0' ? O_RDONLY : O_SEARCH_DIR;
+		if ((sub = walk_dir(fd, s, flags, w)) >= 0 || errno != ENOENT)
+			;
+		else if (mkdirat(fd, s, 0777) < 0 && errno != EEXIST) {
+			w->in = s - p;
+			w->made = w->in + strlen(s);
+		} else if (!opt.sync || flush_parent(fd) == 0)
+			sub = walk_dir(fd, s, flags, w);
 		close(fd);
 		if ((fd = sub) < 0)
 			break;
@@ -1095,8 +1248,20 @@ make_parents(int atfd, const char *path)
 
 /* A directory that cannot be opened; behind a link, the link comes first. */
 static _Noreturn void
-fail_dir(const char *display)
+fail_dir(const char *path, const char *display, const struct walk *w)
 {
+	size_t in = w->in;
+
+	while (in > 1 && path[in - 1] == '/')
+		in--;
+	if (w->made > 0)
+		fail(opt.target, "cannot create directory %.*s in %.*s: %s",
+		    (int)w->made, path, in > 0 ? (int)in : 1,
+		    in > 0 ? path : ".", strerror(errno));
+	if (w->refused)
+		fail(opt.target, "refusing to follow symbolic link in sticky"
+		    " world-writable directory (on the way to %s): %s",
+		    display, strerror(EACCES));
 	if (tgt.linked)
 		fail(opt.target, "%s: %s", display, strerror(errno));
 	fail_errno(display);
@@ -1106,8 +1271,9 @@ fail_dir(const char *display)
 static void
 enter_dir(int atfd, const char *path, char *display)
 {
-	int fd = opt.parents ? make_parents(atfd, path) :
-	    open_dir_at(atfd, path), e = errno;
+	struct walk w = { 0, 0, 0, 0 };
+	int fd = opt.parents ? make_parents(atfd, path, &w) :
+	    open_dir_at(atfd, path, &w), e = errno;
 
 	/* Kept (for -t and --batch) even if it cannot be opened. */
 	if (display != tgt.dirpath)
@@ -1115,27 +1281,20 @@ enter_dir(int atfd, const char *path, char *display)
 	tgt.dirpath = display;
 	errno = e;
 	if (fd < 0)
-		fail_dir(display);
+		fail_dir(path, display, &w);
 	if (tgt.dirfd >= 0)
 		close(tgt.dirfd);
 	tgt.dirfd = fd;
 }
 
-/*
- * In a sticky directory that others can write to (WRITABLE: the bits that
- * count), is a file of OWNER someone else's plant?  The kernel's rule for
- * protected_symlinks and protected_regular: only the caller's own files and
- * those of the directory's owner are trusted.
- */
 static int
 planted(uid_t owner, mode_t writable)
 {
-	struct stat dir;
+	int r = planted_in(tgt.dirfd, owner, writable);
 
-	if (fstat(tgt.dirfd, &dir) < 0)
+	if (r < 0)
 		fail_errno(tgt.dirpath);
-	return (dir.st_mode & S_ISVTX) && (dir.st_mode & writable) &&
-	    owner != geteuid() && owner != dir.st_uid;
+	return r;
 }
 
 static void
@@ -1634,16 +1793,42 @@ done:
 	p[n] = '\0';
 }
 
-/* ".NAME.RANDOM", with NAME shortened so that the whole fits NAME_MAX. */
+/*
+ * The directory's NAME_MAX, asked of it: not every file system has 255
+ * (fuse-overlayfs: 251).  musl's fpathconf answers 255 for any file system,
+ * so statfs(2)'s f_namelen is asked too, and the smaller one taken.
+ */
+static long
+name_max(void)
+{
+	long max = fpathconf(tgt.dirfd, _PC_NAME_MAX);
+#ifdef __linux__
+	struct statfs fs;
+
+	if (fstatfs(tgt.dirfd, &fs) == 0 && fs.f_namelen > 0 &&
+	    (max < 0 || (long)fs.f_namelen < max))
+		max = fs.f_namelen;
+#endif
+	return max < 0 || max > NAME_MAX ? NAME_MAX : max;
+}
+
+/*
+ * ".NAME.RANDOM", with NAME shortened so that the whole fits MAX, the
+ * directory's NAME_MAX.  The cut falls between UTF-8 characters, never inside
+ * one: NTFS and exFAT refuse a name that is not valid UTF-8.
+ */
 static void
-hidden_name(char *dst, const char *name, const char *suffix)
+hidden_name(char *dst, const char *name, const char *suffix, long max)
 {
 	char whole[2 * NAME_MAX + 2];
+	size_t keep = max > RANDOM_LEN + 2 ? (size_t)max - RANDOM_LEN - 2 : 0;
 	int n;
 
 	snprintf(whole, sizeof whole, "%s%s", name, suffix);
-	n = snprintf(dst, NAME_MAX + 1, ".%.*s.", NAME_MAX - RANDOM_LEN - 2,
-	    whole);
+	if (keep < strlen(whole))
+		while (keep > 0 && (whole[keep] & 0xc0) == 0x80)
+			keep--;		/* a continuation byte */
+	n = snprintf(dst, NAME_MAX + 1, ".%.*s.", (int)keep, whole);
 	random_chars(dst + n, RANDOM_LEN);
 }
 
@@ -1658,14 +1843,20 @@ fail_temp(int e)
 	    " %s", strerror(e));
 }
 
+/*
+ * The temporary file; -errno where -C can do without one (a read-only
+ * mount, a directory the caller cannot write), so that the input can still
+ * be compared: see input_unchanged().
+ */
 static int
 create_temp(void)
 {
+	long max = name_max();
 	int fd, tries;
 
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
-		hidden_name(tmpname, tgt.name, "");
+		hidden_name(tmpname, tgt.name, "", max);
 		fd = openat(tgt.dirfd, tmpname, O_RDWR | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
@@ -1673,6 +1864,8 @@ create_temp(void)
 		unblock_signals();
 		if (fd >= 0)
 			return fd;
+		if (opt.ifchanged && (errno == EROFS || errno == EACCES))
+			return -errno;
 		if (errno != EEXIST && errno != EINTR)
 			fail_temp(errno);
 	}
@@ -1713,17 +1906,19 @@ static void
 write_behind(int fd, off_t end)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	for (; end >= BEHIND_FROM && end - behind >= WINDOW; behind += WINDOW) {
-		if (sync_range(fd, behind, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
-		    (behind > 0 && sync_range(fd, behind - WINDOW, WINDOW,
+	off_t *at = &tgt.behind;
+
+	for (; end >= BEHIND_FROM && end - *at >= WINDOW; *at += WINDOW) {
+		if (sync_range(fd, *at, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
+		    (*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,
 		    SYNC_RANGE_WAIT) < 0)) {
 			if (errno != ENOSYS)
 				fail_write();
-			behind = MAX_OFF;	/* not here: no windows */
+			*at = MAX_OFF;		/* not here: no windows */
 			return;
 		}
-		if (behind > 0)			/* advice: failing is harmless */
-			(void)posix_fadvise(fd, behind - WINDOW, WINDOW,
+		if (*at > 0)			/* advice: failing is harmless */
+			(void)posix_fadvise(fd, *at - WINDOW, WINDOW,
 			    POSIX_FADV_DONTNEED);
 	}
 #else
@@ -2031,9 +2226,11 @@ run_command(int out)
 static off_t
 fill_temp(int fd)
 {
-	off_t old = opt.append ? copy_old(fd) : 0, added;
+	off_t old, added;
 	int in;
 
+	tgt.behind = 0;			/* each file is written behind anew */
+	old = opt.append ? copy_old(fd) : 0;
 	if (opt.command != NULL)
 		added = run_command(fd);
 	else {
@@ -2049,16 +2246,23 @@ fill_temp(int fd)
 }
 
 /* -C: is the new file the same as the old one, content and metadata? */
+/* -C: the metadata decided for the new file is the old file's. */
+static int
+meta_unchanged(void)
+{
+	return tgt.regular && !tgt.pathonly &&
+	    meta.mode == (tgt.st.st_mode & 07777) &&
+	    (meta.uid == (uid_t)-1 || meta.uid == tgt.st.st_uid) &&
+	    (meta.gid == (gid_t)-1 || meta.gid == tgt.st.st_gid);
+}
+
 static int
 unchanged(int fd, off_t size)
 {
 	off_t off;
 	ssize_t n;
 
-	if (!tgt.regular || tgt.pathonly || size != tgt.st.st_size ||
-	    meta.mode != (tgt.st.st_mode & 07777) ||
-	    (meta.uid != (uid_t)-1 && meta.uid != tgt.st.st_uid) ||
-	    (meta.gid != (gid_t)-1 && meta.gid != tgt.st.st_gid))
+	if (!meta_unchanged() || size != tgt.st.st_size)
 		return 0;
 	for (off = 0; off < size; off += n) {
 		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
@@ -2068,6 +2272,35 @@ unchanged(int fd, off_t size)
 		if (memcmp(buf, cmpbuf, n) != 0)
 			return 0;
 	}
+	return 1;
+}
+
+/*
+ * -C without a temporary file (create_temp() gave -E): the input, read to
+ * its end, compared with the target.  The same: nothing to write, which
+ * needs no writable directory.  Otherwise the error E stands.
+ */
+static int
+input_unchanged(int e)
+{
+	off_t off = 0;
+	ssize_t n;
+	int in, same = opt.command == NULL && !opt.append && meta_unchanged();
+
+	in = tgt.in = same ? open_input() : -1;
+	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
+		if (n < 0)
+			fail_errno(input_name());
+		same = off + n <= tgt.st.st_size &&
+		    xpread(tgt.fd, cmpbuf, n, off) == n &&
+		    memcmp(buf, cmpbuf, n) == 0;
+		off += n;
+	}
+	if (in > STDIN_FILENO)
+		close(in);
+	tgt.in = -1;
+	if (!same || off != tgt.st.st_size || (opt.noempty && off == 0))
+		fail_temp(e);
 	return 1;
 }
 
@@ -2101,13 +2334,39 @@ fail_xattr(const char *name)
 	if (tgt.pathonly && errno == EACCES)
 		fail(opt.target, "cannot keep attribute %s: %s (the file is"
 		    " not readable)", name, strerror(errno));
+	if (strcmp(name, "security.capability") == 0 && errno == EPERM)
+		fail(opt.target, "cannot keep its file capabilities: %s (setting"
+		    " them needs CAP_SETFCAP; setcap -r drops them first)",
+		    strerror(errno));
 	fail(opt.target, "cannot keep attribute %s: %s", name,
 	    strerror(errno));
 }
 
 /*
- * The POSIX ACL and user.* attributes of the old file, and nothing else: an
- * ACL the temporary file inherited from the directory's default goes.
+ * security.capability: kept, as set-id bits are, unless the owner or group
+ * changes, which drops both as chown(2) does (said on stderr, never
+ * silently).  security.selinux: the old file's context is kept.
+ */
+static int
+keep_xattr(const char *name)
+{
+	if (strncmp(name, "user.", 5) == 0 ||
+	    strcmp(name, "system.posix_acl_access") == 0 ||
+	    strcmp(name, "security.selinux") == 0)
+		return 1;
+	if (strcmp(name, "security.capability") != 0)
+		return 0;
+	if (meta.uid == tgt.st.st_uid && meta.gid == tgt.st.st_gid)
+		return 1;
+	warnx(opt.target, "its file capabilities are dropped, as the owner or"
+	    " group changes (as chown(2) drops them)");
+	return 0;
+}
+
+/*
+ * The POSIX ACL, user.* attributes, file capabilities and SELinux context of
+ * the old file, and nothing else: an ACL the temporary file inherited from
+ * the directory's default goes.
  */
 static void
 copy_xattrs(int to)
@@ -2129,8 +2388,7 @@ copy_xattrs(int to)
 	if ((n = old_xattr(NULL, list, n)) < 0)
 		fail_xattr("list");
 	for (name = list; name < list + n; name += strlen(name) + 1) {
-		if (strncmp(name, "user.", 5) != 0 &&
-		    strcmp(name, "system.posix_acl_access") != 0)
+		if (!keep_xattr(name))
 			continue;
 		if ((len = old_xattr(name, NULL, 0)) < 0) {
 			if (errno == ENODATA)
@@ -2142,7 +2400,8 @@ copy_xattrs(int to)
 			fail_xattr(name);
 		if (strcmp(name, "system.posix_acl_access") == 0)
 			acl_apply_mode((unsigned char *)val, len, meta.mode);
-		if (fsetxattr(to, name, val, len, 0) < 0 && errno != ENOTSUP)
+		if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||
+		    strncmp(name, "security.", 9) == 0))
 			fail_xattr(name);
 		free(val);
 	}
@@ -2150,6 +2409,24 @@ copy_xattrs(int to)
 #else
 	(void)to;
 #endif
+}
+
+/*
+ * A file system without Unix modes (NTFS, exFAT, vfat) gives every file the
+ * mount's mode: a new file gets it, as open(2) gives it; a mode asked for
+ * with -m, or an old file's, that it cannot keep is named as its doing.
+ */
+static int mount_of(int, char *, size_t, char *, size_t);
+
+static void
+fail_modeless(const struct stat *st)
+{
+	char type[64] = "?", opts[256];
+
+	mount_of(tgt.dirfd, type, sizeof type, opts, sizeof opts);
+	fail(opt.target, "cannot set mode %04o: this file system (%s) made it"
+	    " %04o; it does not keep Unix modes", (unsigned)meta.mode, type,
+	    (unsigned)(st->st_mode & 07777));
 }
 
 /* The kernel may refuse a bit (set-group-ID outside the group): say so. */
@@ -2162,12 +2439,17 @@ set_mode(int fd)
 		fail(opt.target, "cannot set mode: %s", strerror(errno));
 	if (fstat(fd, &st) < 0)
 		fail_errno(opt.target);
-	if ((st.st_mode & 07777) != meta.mode)
-		fail(opt.target, "cannot set mode %04o: the system made it"
-		    " %04o%s (use -m to choose a mode)", (unsigned)meta.mode,
-		    (unsigned)(st.st_mode & 07777), meta.mode & S_ISGID &&
-		    !(st.st_mode & S_ISGID) ? ", as set-group-ID needs"
-		    " membership of the file's group" : "");
+	if ((st.st_mode & 07777) == meta.mode)
+		return;
+	if (!(meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
+		if (!tgt.regular && opt.mode == NULL)
+			return;		/* what open(2) gives */
+		fail_modeless(&st);
+	}
+	fail(opt.target, "cannot set mode %04o: the system made it %04o, as"
+	    " set-group-ID needs membership of the file's group (use -m to"
+	    " choose a mode)", (unsigned)meta.mode,
+	    (unsigned)(st.st_mode & 07777));
 }
 
 static void
@@ -2188,10 +2470,72 @@ apply_metadata(int fd)
 	set_mode(fd);
 }
 
-/* Step 5: the data on the device before the rename. */
+/*
+ * Step 5: the data on the device before the rename.
+ *
+ * The flush plan: what each (file system, mount options) pair gets.  A
+ * cheaper sequence than the one safe everywhere (fsync each new file before
+ * its rename, fsync its directory after) is used only where the block-level
+ * crash test (tests/blockcrash, one profile per row) proves it, with every
+ * one of the mount's super options in the row's list (an option ending in
+ * '=' takes any value).  Anything else, an option not listed included, gets
+ * the safe sequence.
+ *
+ *	PLAN_ORDERED	the rename's journal commit flushes the device cache
+ *			first, so data written and waited for
+ *			(sync_file_range) is on the disk before the name is:
+ *			ext4 with a journal, XFS.  Not journal_async_commit
+ *			(the commit block goes out without a flush first), not
+ *			btrfs (its directory fsync logs the name, not the data).
+ *	PLAN_SYNCFS	syncfs(2) writes and flushes every file, so a batch
+ *			makes one per file system, not one per file.
+ *	PLAN_FUSE	no row: a FUSE server may not pass syncfs or a
+ *			directory's fsync on, but does a file's; the renamed
+ *			file is flushed after its rename too.
+ */
+enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
+    PLAN_NOJOURNAL = 8 };
+
+static const struct fsplan {
+	const char *type;		/* as /proc/self/mountinfo names it */
+	int	 plan;
+	const char *options;		/* the super options proven with it */
+} fsplans[] = {
+	{ "ext4", PLAN_ORDERED | PLAN_SYNCFS, "rw ro errors= commit= "
+	    "data=ordered data=writeback data=journal noauto_da_alloc "
+	    "nodelalloc nodioread_nolock" },
+	{ "ext3", PLAN_ORDERED | PLAN_SYNCFS, "rw ro errors= commit= "
+	    "data=ordered" },
+	{ "xfs", PLAN_ORDERED | PLAN_SYNCFS, "rw ro attr2 inode64 logbufs= "
+	    "logbsize= noquota" },
+	{ "btrfs", PLAN_SYNCFS, "rw ro ssd discard=async nodiscard "
+	    "space_cache=v2 subvolid= subvol=" },
+};
+
+/* Is every comma-separated option of OPTS one of the words of LIST? */
+static int
+options_proven(const char *opts, const char *list)
+{
+	const char *w, *end;
+	size_t n, k;
+
+	for (; *opts != '\0'; opts += n + (opts[n] == ',')) {
+		n = strcspn(opts, ",");
+		for (w = list; *w != '\0'; w = end + (*end == ' ')) {
+			end = w + strcspn(w, " ");
+			k = end - w;
+			if (k > 0 && (w[k - 1] == '=' ? k <= n : k == n) &&
+			    strncmp(opts, w, k) == 0)
+				break;
+		}
+		if (*w == '\0')
+			return 0;
+	}
+	return 1;
+}
 
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-/* ext2, ext3 and ext4 share a magic; sysfs tells whether there is a journal. */
+/* ext2, ext3 and ext4 share a driver; sysfs tells whether there is a journal. */
 static int
 ext4_journaled(int fd)
 {
@@ -2201,62 +2545,138 @@ ext4_journaled(int fd)
 	int sfd;
 
 	if (fstat(fd, &st) < 0)
-		return 0;
+		return -1;
 	snprintf(path, sizeof path, "/sys/dev/block/%u:%u",
 	    major(st.st_dev), minor(st.st_dev));
 	if ((n = readlink(path, link, sizeof link - 1)) < 0)
-		return 0;
+		return -1;
 	link[n] = '\0';
 	name = strrchr(link, '/') != NULL ? strrchr(link, '/') + 1 : link;
 	snprintf(path, sizeof path, "/sys/fs/ext4/%s/journal_task", name);
 	if ((sfd = xopenat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0)) < 0)
-		return 0;
+		return -1;
 	n = xread(sfd, link, sizeof link);
 	close(sfd);
-	return n > 0 && link[0] != '<';		/* "<none>": no journal */
+	if (n <= 0)
+		return -1;
+	return link[0] != '<';		/* "<none>": no journal */
 }
+#endif
 
 /*
- * Where the block-level crash test (tests/blockcrash) proves it: ext4 with a
- * journal and XFS commit the rename in a journal write that flushes the
- * device cache first, so data written and waited for is on the disk before
- * the name is.  Not btrfs: its directory fsync logs the name, not the data.
+ * The mount ID of FD: from statx, else from /proc/self/fdinfo (Linux 3.15,
+ * any libc: musl has no STATX_MNT_ID).  0 if neither says.
  */
-#endif
-
-static int
-journal_orders_data(int fd)
+static unsigned long long
+mount_id(int fd)
 {
-#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-	struct statfs sf;
+	unsigned long long id = 0;
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	FILE *fp;
 
-	if (fstatfs(fd, &sf) < 0)
-		return 0;
-	return sf.f_type == HAVE_XFS_MAGIC ||
-	    (sf.f_type == HAVE_EXT4_MAGIC && ext4_journaled(fd));
-#else
-	(void)fd;
-	return 0;
+#ifdef STATX_MNT_ID
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) == 0 &&
+	    (sx.stx_mask & STATX_MNT_ID))
+		return sx.stx_mnt_id;
 #endif
+	snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+	if ((fp = fopen(path, "re")) == NULL)
+		return 0;
+	while (id == 0 && getline(&line, &cap, fp) > 0)
+		if (sscanf(line, "mnt_id: %llu", &id) != 1)
+			id = 0;
+	free(line);
+	fclose(fp);
+	return id;
 }
 
 /*
- * There (ORDERED) the data, written and waited for, is enough: the directory
+ * The mount of FD in /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT POINT
+ * OPTS [TAGS] - TYPE SOURCE SUPEROPTS".  By mount ID, else by device (every
+ * mount of one device shares its super options; a btrfs subvolume's device
+ * is not its mount's, so it is then not found and gets the safe plan).
+ */
+static int
+mount_of(int fd, char *type, size_t tn, char *opts, size_t on)
+{
+	unsigned long long id = mount_id(fd);
+	unsigned int maj, min;
+	char *line = NULL, *sep, fmt[64];
+	size_t cap = 0;
+	struct stat st;
+	int found = 0;
+	FILE *fp;
+
+	if (fstat(fd, &st) < 0)
+		return 0;
+	if ((fp = fopen("/proc/self/mountinfo", "re")) == NULL)
+		return 0;
+	snprintf(fmt, sizeof fmt, "%%%zus %%*s %%%zus", tn - 1, on - 1);
+	while (!found && getline(&line, &cap, fp) > 0) {
+		unsigned long long mid;
+
+		if (sscanf(line, "%llu %*u %u:%u", &mid, &maj, &min) != 3 ||
+		    (sep = strstr(line, " - ")) == NULL)
+			continue;
+		found = (id != 0 ? mid == id : makedev(maj, min) == st.st_dev)
+		    && sscanf(sep + 3, fmt, type, opts) == 2;
+	}
+	free(line);
+	fclose(fp);
+	return found;
+}
+
+/* The plan for the file system FD is on, from its type and super options. */
+static int
+fs_plan(int fd)
+{
+	char type[64], opts[1024];
+	size_t i;
+
+	if (!mount_of(fd, type, sizeof type, opts, sizeof opts))
+		return PLAN_SAFE;
+	if (strncmp(type, "fuse", 4) == 0)
+		return PLAN_FUSE;
+	if (strcmp(type, "ext2") == 0)
+		return PLAN_NOJOURNAL;
+	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
+		if (strcmp(type, fsplans[i].type) == 0 &&
+		    options_proven(opts, fsplans[i].options)) {
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
+			int journal = strncmp(type, "ext", 3) == 0 ?
+			    ext4_journaled(fd) : 1;
+
+			if (journal != 1)
+				return journal == 0 ? PLAN_NOJOURNAL :
+				    PLAN_SAFE;
+			return fsplans[i].plan;
+#else
+			return fsplans[i].plan & ~PLAN_ORDERED;
+#endif
+		}
+	return PLAN_SAFE;
+}
+
+/*
+ * PLAN_ORDERED: the data, written and waited for, is enough: the directory
  * flush after the rename commits the new inode and its name in one journal
  * commit (with --no-sync, the next commit does).  Elsewhere: fsync.
  */
 static int
-flush_data(int fd, int ordered)
+flush_data(int fd, int plan)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	if (ordered) {
+	if (plan & PLAN_ORDERED) {
 		if (sync_range(fd, 0, 0, SYNC_RANGE_WAIT) == 0)
 			return 0;
 		if (errno != ENOSYS)
 			return -1;
 	}
 #else
-	(void)ordered;
+	(void)plan;
 #endif
 	return flush_fd(fd);
 }
@@ -2264,44 +2684,200 @@ flush_data(int fd, int ordered)
 static int
 flush_temp(int fd)
 {
-	return flush_data(fd, journal_orders_data(fd));
+	return flush_data(fd, tgt.plan);
+}
+
+/*
+ * Before the rename: what would make it fail is looked for while nothing is
+ * written where that can be known (before a command runs), and in any case
+ * before the first rename of a batch, so that a failure during the renames
+ * is one that nothing could foresee.
+ */
+
+/*
+ * chattr's +i and +a on FD forbid renaming over the file (and linking it,
+ * and, on a directory, any rename in it): the flag, in words.  Where the
+ * flags cannot be read (an O_PATH descriptor), the rename will tell.
+ */
+static const char *
+chattr_refusal(int fd)
+{
+#ifdef HAVE_CHATTR_FLAGS
+	int flags;
+
+	if (fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0)
+		return flags & FS_IMMUTABLE_FL ? "immutable (chattr +i)" :
+		    flags & FS_APPEND_FL ? "append-only (chattr +a)" : NULL;
+#else
+	(void)fd;
+#endif
+	return NULL;
+}
+
+/* The same for the regular file NAME of the target's directory. */
+static const char *
+chattr_refusal_at(const char *name)
+{
+	int fd = xopenat(tgt.dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC, 0);
+	const char *why = chattr_refusal(fd);
+
+	if (fd >= 0)
+		close(fd);
+	return why;
+}
+
+/* Is NAME, in the target's directory, a mount point (a bind-mounted file)? */
+static int
+mount_point(const char *name)
+{
+#ifdef HAVE_STATX_MOUNT_ROOT
+	struct statx sx;
+
+	return statx(tgt.dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+	    &sx) == 0 && (sx.stx_attributes_mask & sx.stx_attributes &
+	    STATX_ATTR_MOUNT_ROOT) != 0;
+#else
+	(void)name;
+	return 0;
+#endif
+}
+
+/* A directory that chattr closed: nothing can be created or renamed in it. */
+static void
+check_dir(void)
+{
+	const char *why = chattr_refusal(tgt.dirfd);
+
+	if (why != NULL)
+		fail(opt.target, "directory %s is %s; cannot be %s",
+		    tgt.dirpath, why, tgt.exists ? "replaced" : "created");
+}
+
+/*
+ * -b: TARGET~ must fit the directory's NAME_MAX and, if it exists, be what
+ * a rename can replace.  Returns that NAME_MAX, or 0 if TARGET~ already is
+ * the old file.
+ */
+static long
+check_backup_name(void)
+{
+	long max = name_max();
+	const char *why;
+	struct stat st;
+
+	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name,
+	    opt.suffix) > max)
+		fail(opt.target, "cannot make backup: %s",
+		    strerror(ENAMETOOLONG));
+	if (fstatat(tgt.dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return max;
+	if (S_ISDIR(st.st_mode))
+		fail(opt.target, "cannot make backup %s: %s", bakfinal,
+		    strerror(EISDIR));
+	if (mount_point(bakfinal))
+		fail(opt.target, "cannot make backup %s: it is a mount point",
+		    bakfinal);
+	if (S_ISREG(st.st_mode) && (why = chattr_refusal_at(bakfinal)) != NULL)
+		fail(opt.target, "cannot make backup %s: it is %s", bakfinal,
+		    why);
+	return same_file(&st, &tgt.st) ? 0 : max;
+}
+
+/*
+ * The target: a mount point cannot be renamed over, nor a file with chattr
+ * +i or +a; with BACKUP, -b's name is checked too.
+ */
+static void
+check_replaceable(int backup)
+{
+	const char *why;
+
+	if (!tgt.exists)
+		return;
+	if (mount_point(tgt.name))
+		fail(opt.target, "is a mount point and cannot be replaced: %s",
+		    strerror(EBUSY));
+	if ((why = chattr_refusal(tgt.fd)) != NULL)
+		fail(opt.target, "is %s; cannot be replaced", why);
+	if (backup && opt.backup)
+		check_backup_name();
+}
+
+/*
+ * Without a journal (ext2, ext4 without one) the block writes of a rename
+ * may reach the disk in any order: freed old inode first, new name
+ * later, and fsck removes a name that points to a free inode.  The old file
+ * stays linked under a hidden name until the directory is flushed, so that
+ * every state holds a complete file under the target's name (block level:
+ * tests/blockcrash, profiles ext2 and ext4-nojournal).
+ */
+static int
+keep_old(void)
+{
+	return tgt.plan == PLAN_NOJOURNAL;
+}
+
+/*
+ * The directory flush after the rename: not with --no-sync, except where
+ * there is no journal and an old file was replaced; its hidden link may go
+ * only once the new name is on disk, so --no-sync still keeps old or new.
+ */
+static int
+dir_flush(int plan, int exists)
+{
+	return opt.sync || (plan == PLAN_NOJOURNAL && exists);
 }
 
 /*
  * -b: before the rename, a hidden hard link keeps the old file; after it, the
  * link is renamed over TARGET~.  A run that fails before the rename removes
  * the link, so an existing backup is only ever replaced by a finished run.
+ * Without -b, the same link where keep_old() asks for it, removed with the
+ * litter once the directory is flushed.
  */
+/* exFAT and vfat have no hard links; protected_hardlinks refuses some. */
+static _Noreturn void
+fail_nolink(void)
+{
+	char type[64] = "?", opts[256];
+	int e = errno;
+
+	mount_of(tgt.dirfd, type, sizeof type, opts, sizeof opts);
+	fail(opt.target, "cannot make backup: -b needs a hard link to the old"
+	    " file, which this file system (%s) refused: %s", type,
+	    strerror(e));
+}
+
 static void
 link_backup(void)
 {
-	struct stat st;
+	long max;
 	int tries;
 
-	if (!opt.backup || !tgt.exists)
+	if (!tgt.exists || (!opt.backup && !keep_old()))
 		return;
-	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name,
-	    opt.suffix) > NAME_MAX) {
-		errno = ENAMETOOLONG;
-		fail(opt.target, "cannot make backup: %s", strerror(errno));
-	}
-	if (fstatat(tgt.dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-		if (S_ISDIR(st.st_mode))
-			fail(opt.target, "cannot make backup %s: %s", bakfinal,
-			    strerror(EISDIR));
-		if (same_file(&st, &tgt.st))
-			return;		/* it already is the old file */
-	}
-	hidden_name(bakname, tgt.name, opt.suffix);
+	if (!opt.backup)
+		max = name_max();
+	else if ((max = check_backup_name()) == 0)
+		return;		/* it already is the old file */
+	hidden_name(bakname, tgt.name, opt.suffix, max);
 	/* ENOENT: another run replaced the target; back up what is there now. */
 	for (tries = 0; linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0;
 	    tries++)
 		if (errno != ENOENT || tries == 100) {
 			bakname[0] = '\0';
+			/* keep_old() asks for what it can have: no hard links
+			 * (vfat), protected_hardlinks, LINK_MAX reached. */
+			if (!opt.backup)
+				return;
 			/* Same directory: only a mount can be in between. */
 			if (errno == EXDEV)
 				fail(opt.target, "is a mount point and cannot"
 				    " be replaced: %s", strerror(errno));
+			if (errno == EPERM || errno == ENOTSUP ||
+			    errno == EOPNOTSUPP)
+				fail_nolink();
 			fail(opt.target, "cannot make backup: %s",
 			    strerror(errno));
 		}
@@ -2312,7 +2888,7 @@ rename_backup(void)
 {
 	struct stat st;
 
-	if (bakname[0] == '\0')
+	if (bakname[0] == '\0' || !opt.backup)
 		return 0;
 	if (renameat(tgt.dirfd, bakname, tgt.dirfd, bakfinal) < 0) {
 		warnx(opt.target, "replaced, but the previous version could not"
@@ -2342,6 +2918,73 @@ rename_over(char *tmp)
 	return rename_backup();
 }
 
+/*
+ * The rename durable: its directory flushed, and where a FUSE server may not
+ * pass that on, the renamed file too (the server's fsync of it commits the
+ * rename on the file system underneath).
+ */
+static int
+flush_named(int dirfd, const char *name)
+{
+	int fd, r;
+
+	fd = xopenat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC, 0);
+	if (fd < 0 && errno == EACCES)
+		fd = xopenat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
+		    O_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	r = flush_fd(fd);
+	close(fd);
+	return r;
+}
+
+static int
+flush_rename(int dirfd, const char *name, int plan)
+{
+	if (flush_fd(dirfd) < 0)
+		return -1;
+	return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;
+}
+
+/*
+ * keep_old()'s link, once the new name is on disk: removed, and the
+ * directory flushed again, so that a crash after exit leaves no litter.
+ */
+static int
+drop_old_link(void)
+{
+	if (opt.backup || bakname[0] == '\0')
+		return 0;
+	unlink_litter(tgt.dirfd, tgt.dirpath, bakname, "backup link", 1);
+	return flush_fd(tgt.dirfd);
+}
+
+/* The same for a batch, one flush per directory. */
+static int
+drop_old_links(void)
+{
+	size_t i;
+	int status = 0;
+
+	for (i = 0; i < njobs; i++)
+		jobs[i].flushdir = 0;
+	for (i = 0; !opt.backup && i < njobs; i++)
+		if (jobs[i].bakname != NULL && jobs[i].bakname[0] != '\0') {
+			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
+			    jobs[i].bakname, "backup link", 1);
+			jobs[jobs[i].dir].flushdir = 1;
+		}
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].flushdir && flush_fd(jobs[i].dirfd) < 0) {
+			warnx(jobs[i].dirpath, "targets replaced, but flushing"
+			    " the directory failed: %s", strerror(errno));
+			status = 3;
+		}
+	return status;
+}
+
 /* Step 6: rename over the target, then flush the directory. */
 static int
 commit(int fd)
@@ -2351,12 +2994,23 @@ commit(int fd)
 
 	if (close(fd) < 0)
 		fail_errno(opt.target);
+	/* A FUSE server hides a file still open when it is renamed over. */
+	if (tgt.fd >= 0 && !opt.lock) {
+		close(tgt.fd);
+		tgt.fd = -1;
+	}
 	if (rename_over(tmpname) < 0)
 		status = late;
-	if (opt.sync && flush_fd(tgt.dirfd) < 0) {
+	if (dir_flush(tgt.plan, tgt.exists) && flush_rename(tgt.dirfd, tgt.name,
+	    tgt.plan) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
 		    tgt.dirpath, strerror(errno));
+		return late;
+	}
+	if (drop_old_link() < 0) {
+		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		    " %s", tgt.dirpath, strerror(errno));
 		return late;
 	}
 	if (opt.verbose)
@@ -2418,6 +3072,13 @@ static int jobfd = -1;		/* the temporary file being filled */
 static int perfile;		/* flush each file, not each file system */
 static int lostbackup;		/* replaced, but a backup was not renamed */
 
+/* Flush J's files one by one: no syncfs errors, or syncfs not proven there. */
+static int
+per_file(const struct job *j)
+{
+	return perfile || !(j->plan & PLAN_SYNCFS);
+}
+
 /*
  * syncfs(2) reports write-back errors since Linux 5.8; before that, only a
  * flush of each file can tell that its data reached the disk.
@@ -2461,6 +3122,7 @@ load_job(struct job *j)
 	tgt.name = j->name;
 	tgt.exists = j->exists;
 	tgt.linked = j->linked;
+	tgt.plan = j->plan;
 	tgt.st = j->st;
 	tgt.regular = tgt.pathonly = 0;
 	tgt.fd = tgt.in = -1;
@@ -2480,11 +3142,39 @@ drop_job(void)
 }
 
 /* Step 1; the targets of one directory share one descriptor of it. */
+/*
+ * The slot of directory (DEV, INO) in dirtab: so that N targets find their
+ * directories' first jobs in N steps, not N²/2 (issue 23).
+ */
+static size_t *
+dir_slot(dev_t dev, ino_t ino)
+{
+	size_t mask = dirtabsize - 1, h, *s;
+
+	h = (size_t)(((unsigned long long)ino * 0x9e3779b97f4a7c15ull) ^
+	    (unsigned long long)dev);
+	for (h &= mask;; h = (h + 1) & mask) {
+		s = &dirtab[h];
+		if (*s == 0 || (jobs[*s - 1].dev == dev &&
+		    jobs[*s - 1].ino == ino))
+			return s;
+	}
+}
+
+static void
+make_dirtab(void)
+{
+	for (dirtabsize = 16; dirtabsize < 2 * njobs; dirtabsize *= 2)
+		;
+	if ((dirtab = calloc(dirtabsize, sizeof *dirtab)) == NULL)
+		fail(NULL, "%s", strerror(errno));
+}
+
 static void
 resolve_job(struct job *j)
 {
 	struct stat dir;
-	size_t i;
+	size_t *slot;
 
 	load_job(j);
 	resolve_target();
@@ -2498,16 +3188,18 @@ resolve_job(struct job *j)
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
 	j->dir = j - jobs;
-	for (i = 0; i < (size_t)(j - jobs); i++)
-		if (jobs[i].dir == i && jobs[i].state != FAILED &&
-		    jobs[i].dev == j->dev && jobs[i].ino == j->ino) {
-			close(tgt.dirfd);
-			j->dir = i;
-			break;
-		}
+	if (*(slot = dir_slot(j->dev, j->ino)) != 0) {
+		close(tgt.dirfd);
+		j->dir = *slot - 1;
+	} else
+		*slot = j->dir + 1;
 	j->dirfd = jobs[j->dir].dirfd == -1 ? tgt.dirfd : jobs[j->dir].dirfd;
-	j->ordered = j->dir == (size_t)(j - jobs) ?
-	    journal_orders_data(j->dirfd) : jobs[j->dir].ordered;
+	if (j->dir != (size_t)(j - jobs))
+		j->plan = jobs[j->dir].plan;
+	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
+		j->plan = j[-1].plan;	/* one file system, one plan */
+	else
+		j->plan = fs_plan(j->dirfd);
 	tgt.dirfd = -1;
 }
 
@@ -2520,6 +3212,29 @@ by_place(const void *a, const void *b)
 	if (x->dir != y->dir)
 		return x->dir < y->dir ? -1 : 1;
 	return strcmp(x->name, y->name);
+}
+
+/*
+ * -b: a target that is another's TARGET~ would be renamed over twice, and
+ * one of its two new versions lost.  V holds the N targets, sorted.
+ */
+static void
+check_backup_names(struct job **v, size_t n)
+{
+	char name[2 * NAME_MAX + 2];
+	struct job key, *k = &key, **hit;
+	size_t i;
+
+	for (i = 0; opt.backup && i < n; i++) {
+		snprintf(name, sizeof name, "%s%s", v[i]->name, opt.suffix);
+		key.dir = v[i]->dir;
+		key.name = name;
+		if ((hit = bsearch(&k, v, n, sizeof *v, by_place)) == NULL)
+			continue;
+		warnx((*hit)->target, "is also the backup name of %s (-b); a"
+		    " target cannot be another target's backup", v[i]->target);
+		exit(2);
+	}
 }
 
 /* Two names of one target would be two renames racing: a usage error. */
@@ -2544,7 +3259,19 @@ check_duplicates(void)
 				    v[i - 1]->target);
 			exit(2);
 		}
+	check_backup_names(v, n);
 	free(v);
+}
+
+/* Step 1 too: a directory that chattr closed fails each of its targets. */
+static void
+check_job_dir(struct job *j)
+{
+	/* Its first target's check stands for the others, unless it failed. */
+	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
+		return;
+	load_job(j);
+	check_dir();
 }
 
 /* Steps 2 to 4; the new file waits, closed, under its temporary name. */
@@ -2557,31 +3284,34 @@ prepare_job(struct job *j)
 	open_target();
 	decide_metadata();
 	jobfd = create_temp();
-	size = fill_temp(jobfd);
-	if (opt.ifchanged && unchanged(jobfd, size)) {
+	size = jobfd >= 0 ? fill_temp(jobfd) : 0;
+	if (opt.ifchanged && (jobfd < 0 ? input_unchanged(-jobfd) :
+	    unchanged(jobfd, size))) {
 		j->state = UNCHANGED;
 		block_signals();
 		unlinkat(tgt.dirfd, tmpname, 0);
 		tmpname[0] = '\0';
 		unblock_signals();
-		if (perfile && opt.sync && flush_fd(tgt.fd) < 0)
+		if (per_file(j) && opt.sync && flush_fd(tgt.fd) < 0)
 			fail(opt.target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
-		jobs[j->dir].flushdir |= perfile;
+		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
 	} else {
+		check_replaceable(0);
 		apply_metadata(jobfd);
 		/* Where the journal orders data, waiting for it is enough. */
-		if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)
+		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
+		    flush_data(jobfd, j->plan) < 0)
 			fail(opt.target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
-		if (!perfile && !j->ordered)
+		if (!per_file(j) && !(j->plan & PLAN_ORDERED))
 			sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
 	}
-	if (close(jobfd) < 0) {
+	if (jobfd >= 0 && close(jobfd) < 0) {
 		jobfd = -1;
 		fail_errno(opt.target);
 	}
@@ -2601,25 +3331,87 @@ prepare_job(struct job *j)
 static int
 needs_syncfs(const struct job *j)
 {
-	return (j->state == READY && !j->ordered) ||
-	    (j->state == UNCHANGED && opt.sync);
+	return !per_file(j) && ((j->state == READY &&
+	    !(j->plan & PLAN_ORDERED)) || (j->state == UNCHANGED && opt.sync));
+}
+
+/*
+ * Per file system (a batch touches a few): how many directories to flush,
+ * and the first job that has one.  fs_index finds DEV in FS[0..*N), adding
+ * it with FIRST if it is new.
+ */
+struct fsdirs {
+	dev_t	dev;
+	size_t	dirs, first;
+};
+
+static size_t
+fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
+{
+	size_t k;
+
+	for (k = 0; k < *n && fs[k].dev != dev; k++)
+		;
+	if (k == *n) {
+		fs[k].dev = dev;
+		fs[k].dirs = 0;
+		fs[k].first = first;
+		(*n)++;
+	}
+	return k;
 }
 
 /* Step 5: every new file durable before the first rename. */
 static void
 flush_new_files(void)
 {
-	size_t i, k;
+	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
+	size_t i, nfs = 0, k;
 
 	for (i = 0; i < njobs; i++) {
-		for (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||
-		    jobs[k].dev != jobs[i].dev); k++)
-			;
-		if (k == i && needs_syncfs(&jobs[i]) &&
-		    flush_fs(jobs[i].dirfd) < 0)
+		if (!needs_syncfs(&jobs[i]))
+			continue;
+		k = fs_index(fs, &nfs, jobs[i].dev, i);
+		if (fs[k].first != i)
+			continue;	/* its file system is flushed */
+		if (flush_fs(jobs[i].dirfd) < 0) {
+			free(fs);
 			fail(jobs[i].dirpath, "cannot flush the new files to"
 			    " disk: %s; nothing replaced", strerror(errno));
+		}
 	}
+	free(fs);
+}
+
+/* -b: job J's hidden link, made before any target is renamed. */
+static void
+link_job_backup(struct job *j)
+{
+	char *name;
+
+	load_job(j);
+	link_backup();
+	if (bakname[0] == '\0')
+		return;
+	if ((name = strdup(bakname)) == NULL)
+		fail_errno(opt.target);
+	block_signals();
+	j->bakname = name;
+	bakname[0] = '\0';
+	unblock_signals();
+}
+
+/* The hidden link becomes the one rename_over renames to TARGET~. */
+static void
+take_backup(struct job *j)
+{
+	if (j->bakname == NULL || !opt.backup)
+		return;		/* keep_old(): removed after the flushes */
+	/* Signals are held: the handler never sees the name in both places. */
+	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name, opt.suffix);
+	snprintf(bakname, sizeof bakname, "%s", j->bakname);
+	free(j->bakname);
+	j->bakname = NULL;
 }
 
 /* Step 6 for one file. */
@@ -2627,29 +3419,49 @@ static void
 rename_job(struct job *j)
 {
 	load_job(j);
-	link_backup();
+	take_backup(j);
 	if (rename_over(j->tmpname) < 0)
 		lostbackup = 3;
 	j->state = REPLACED;
-	jobs[j->dir].flushdir = 1;
+	if (dir_flush(j->plan, j->exists))
+		jobs[j->dir].flushdir = 1;
+}
+
+/* On FUSE, each renamed file too (flush_rename); the directories are done. */
+static int
+flush_fuse_renames(void)
+{
+	size_t i;
+	int status = 0;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == REPLACED && (jobs[i].plan & PLAN_FUSE) &&
+		    flush_named(jobs[i].dirfd, jobs[i].name) < 0) {
+			warnx(jobs[i].target, "replaced, but flushing it failed:"
+			    " %s; the new content may not survive a crash",
+			    strerror(errno));
+			status = 3;
+		}
+	return status;
 }
 
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
 flush_dirs(void)
 {
-	size_t i, k, dirs, first = 0;
+	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
+	size_t i, k, nfs = 0;
 	int status = 0, whole, r;
 
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].flushdir)
+			fs[fs_index(fs, &nfs, jobs[i].dev, i)].dirs++;
 	for (i = 0; i < njobs; i++) {
 		if (!jobs[i].flushdir)
 			continue;
-		for (k = dirs = 0; k < njobs; k++)
-			if (jobs[k].flushdir && jobs[k].dev == jobs[i].dev &&
-			    dirs++ == 0)
-				first = k;
-		whole = !perfile && dirs > 1;
-		if (whole && first != i)
+		k = fs_index(fs, &nfs, jobs[i].dev, i);
+		whole = !per_file(&jobs[i]) && fs[k].dirs > 1;
+		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
 		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
 		if (r < 0) {
@@ -2660,7 +3472,8 @@ flush_dirs(void)
 			status = 3;
 		}
 	}
-	return status;
+	free(fs);
+	return opt.sync && flush_fuse_renames() != 0 ? 3 : status;
 }
 
 /* A target that failed: close what fail() left open. */
@@ -2721,6 +3534,81 @@ run_step(void (*step)(struct job *), struct job *j)
 }
 
 static int
+by_folded_place(const void *a, const void *b)
+{
+	const struct job *x = *(struct job *const *)a;
+	const struct job *y = *(struct job *const *)b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return strcasecmp(x->name, y->name);
+}
+
+/*
+ * Does J's directory ignore case (exFAT, vfat, ext4 casefold)?  Asked of it
+ * with J's temporary file, which exists now: is it found under its name
+ * with the case of each letter swapped?  (exfat-fuse gives the two names
+ * different inode numbers, so comparing inodes cannot tell.)
+ */
+static int
+folds_case(const struct job *j)
+{
+	char other[NAME_MAX + 1];
+	struct stat st;
+	size_t i;
+
+	for (i = 0; j->tmpname[i] != '\0'; i++)
+		other[i] = isupper((unsigned char)j->tmpname[i]) ?
+		    tolower((unsigned char)j->tmpname[i]) :
+		    toupper((unsigned char)j->tmpname[i]);
+	other[i] = '\0';
+	return strcmp(other, j->tmpname) != 0 &&
+	    fstatat(j->dirfd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Two names, one file where case is ignored: given twice (exit 2). */
+static void
+check_case_duplicates(void)
+{
+	struct job **v = xmalloc(njobs * sizeof *v), *j;
+	size_t i, n = 0;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == READY || jobs[i].state == UNCHANGED)
+			v[n++] = &jobs[i];
+	qsort(v, n, sizeof *v, by_folded_place);
+	for (i = 1; i < n; i++) {
+		if (by_folded_place(&v[i - 1], &v[i]) != 0)
+			continue;
+		j = v[i]->state == READY ? v[i] : v[i - 1];
+		if (j->state == READY && folds_case(j)) {
+			warnx(v[i]->target, "the same file as %s on this file"
+			    " system, which ignores case; each target can be"
+			    " given once", v[i - 1]->target);
+			remove_litter(1);
+			exit(2);
+		}
+	}
+	free(v);
+}
+
+/*
+ * After the files are filled, before the first rename: what can still fail
+ * for a target fails it now, while nothing is replaced.
+ */
+static size_t
+prepare_renames(void)
+{
+	size_t i, failed = 0;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == READY &&
+		    !run_step(link_job_backup, &jobs[i]))
+			failed += fail_job(&jobs[i]);
+	return failed;
+}
+
+static int
 replace_many(void)
 {
 	size_t i, failed = 0, done = 0, left = 0;
@@ -2730,16 +3618,23 @@ replace_many(void)
 		jobs_from_list();
 	check_sources();
 	perfile = !syncfs_reports();
+	make_dirtab();
 	for (i = 0; i < njobs; i++)
 		if (!run_step(resolve_job, &jobs[i]))
 			failed += fail_job(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == TODO && !run_step(check_job_dir, &jobs[i]))
+			failed += fail_job(&jobs[i]);
+	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && !run_step(prepare_job, &jobs[i]))
 			failed += fail_job(&jobs[i]);
+	if (failed == 0)
+		failed = prepare_renames();
 	if (failed > 0)
 		fail(NULL, "nothing replaced: %zu of %zu targets failed",
 		    failed, njobs);
+	check_case_duplicates();
 	if (!perfile)
 		flush_new_files();
 	block_signals();
@@ -2752,7 +3647,9 @@ replace_many(void)
 	}
 	if (left > 0 && done == 0)
 		fail(NULL, "nothing replaced");
-	if (opt.sync && flush_dirs() != 0)
+	if (flush_dirs() != 0)
+		status = 3;
+	if (drop_old_links() != 0)
 		status = 3;
 	status = report_jobs(done, left, status != 0 ? status : lostbackup);
 	remove_litter(1);
@@ -2774,15 +3671,23 @@ main(int argc, char *argv[])
 	if (opt.targetdir != NULL || opt.batch != NULL)
 		return replace_many();
 	resolve_target();
+	check_dir();
+	tgt.plan = fs_plan(tgt.dirfd);
 	if (opt.lock)
 		lock_target();
 	else
 		open_target();
+	/* Before the command runs; -C first needs to know what changes. */
+	if (!opt.ifchanged)
+		check_replaceable(1);
 	decide_metadata();
 	fd = create_temp();
-	size = fill_temp(fd);
-	if (opt.ifchanged && unchanged(fd, size))
+	size = fd >= 0 ? fill_temp(fd) : 0;
+	if (opt.ifchanged && (fd < 0 ? input_unchanged(-fd) : unchanged(fd,
+	    size)))
 		return finish_unchanged();
+	if (opt.ifchanged)
+		check_replaceable(1);
 	apply_metadata(fd);
 	if (flush_temp(fd) < 0)
 		fail(opt.target, "cannot flush to disk: %s", strerror(errno));

@@ -55,7 +55,7 @@ fails_untouched()
 }
 
 @test "a character device is refused, even for root (root)" {
-	require_root
+	require_mknod
 	mknod -m 0666 null c 1 3
 	ln -s null link
 	snapshot null link
@@ -179,6 +179,32 @@ fails_untouched()
 	assert_status 0
 	assert_content a/b/c/t $'again\n'
 	assert_no_litter
+}
+
+@test "-p in a directory the user cannot write: the message names the directory it could not make and where" {
+	unpriv_setup
+	mkdir -p top/ro
+	chmod 0555 top/ro
+	run --separate-stderr unpriv "$PONYWRITE" -p top/ro/n1/n2/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: top/ro/n1/n2/t: cannot create directory top/ro/n1 in top/ro: Permission denied"
+	run --separate-stderr unpriv "$PONYWRITE" -p "$WORK/top/ro/n1/t" < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: $WORK/top/ro/n1/t: cannot create directory $WORK/top/ro/n1 in $WORK/top/ro: Permission denied"
+	cd top/ro
+	run --separate-stderr unpriv "$PONYWRITE" -p n1/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: n1/t: cannot create directory n1 in .: Permission denied"
+	[ -z "$(ls -A)" ] || fail "top/ro holds: $(ls -A)"
+	cd "$WORK"
+	# A directory on the way that can be searched but not read is passed,
+	# as the kernel's walk passes it.
+	mkdir -p sx/in
+	chown nobody sx/in 2>/dev/null || :
+	chmod 0711 sx
+	run --separate-stderr unpriv "$PONYWRITE" -p "$WORK/sx/in/new/t" < <(echo new)
+	assert_status 0
+	assert_content sx/in/new/t $'new\n'
 }
 
 @test "a file in the way of -p fails" {
@@ -520,8 +546,7 @@ PY
 }
 
 @test "--help and --version without /dev/null and a closed stdout: no abort (root)" {
-	require_root
-	require_cmd unshare
+	require_mount_ns
 	run --separate-stderr unshare -m sh -c \
 	    'mount -t tmpfs none /dev && exec "$0" --version >&-' "$PONYWRITE"
 	assert_status 1
@@ -611,7 +636,7 @@ PY
 @test "an unreadable file without /proc: the message says why (root)" {
 	require_root
 	[ -z "${PONYWRITE_SANITIZER:-}" ] || skip "the sanitizers' runtime needs /proc"
-	require_cmd unshare
+	require_mount_ns
 	unpriv_setup
 	echo old > t
 	chown nobody:nogroup t

@@ -18,9 +18,11 @@
 #                        rename*, fds shown as <path>; status in $status
 #   count_in_trace RE    how many TRACE lines match the extended regex RE
 #   trace_events         TRACE as words: flush-temp wait-temp flush-dir rename:NAME ...
+#   plan_of [DIR]        the flush plan for DIR's file system: ordered, syncfs,
+#                        fuse or safe (the allow-list, read independently)
 #   temp_step [DIR]      the word for what makes the temporary file's data safe
 #                        before the rename on DIR's file system: wait-temp
-#                        (sync_file_range) on XFS and ext4 with a journal,
+#                        (sync_file_range) where the plan is ordered,
 #                        flush-temp (fsync) elsewhere
 
 BG_REAPER=
@@ -176,17 +178,63 @@ trace_events()
 	echo "${out# }"
 }
 
-temp_step()
+# The allow-list of ponywrite.c (fsplans[]), read independently: a cheap
+# plan only for a file-system type whose every super option is proven.
+plan_of()
 {
-	local dir=${1:-.} name
-	case $(stat -f -c %t "$dir") in
-	58465342) echo wait-temp ;;
-	ef53)
+	local dir=${1:-.} type opts allowed o name plan
+	type=$(findmnt -no FSTYPE -T "$dir")
+	opts=$(findmnt -no FS-OPTIONS -T "$dir")
+	case $type in
+	fuse*) echo fuse; return ;;
+	ext4) plan=ordered allowed="rw ro errors= commit= data=ordered data=writeback data=journal noauto_da_alloc nodelalloc nodioread_nolock" ;;
+	ext3) plan=ordered allowed="rw ro errors= commit= data=ordered" ;;
+	xfs) plan=ordered allowed="rw ro attr2 inode64 logbufs= logbsize= noquota" ;;
+	btrfs) plan=syncfs allowed="rw ro ssd discard=async nodiscard space_cache=v2 subvolid= subvol=" ;;
+	*) echo safe; return ;;
+	esac
+	for o in ${opts//,/ }; do
+		case " $allowed " in
+		*" $o "* | *" ${o%%=*}= "*) ;;
+		*) echo safe; return ;;
+		esac
+	done
+	if [ "$plan" = ordered ] && [ "$type" != xfs ]; then
 		name=$(readlink "/sys/dev/block/$(stat -c %Hd:%Ld "$dir")")
 		case $(cat "/sys/fs/ext4/${name##*/}/journal_task" 2>/dev/null) in
-		[0-9]*) echo wait-temp ;;
-		*) echo flush-temp ;;
-		esac ;;
-	*) echo flush-temp ;;
-	esac
+		[0-9]*) ;;
+		*) plan=safe ;;
+		esac
+	fi
+	echo "$plan"
+}
+
+temp_step()
+{
+	if [ "$(plan_of "${1:-.}")" = ordered ]; then echo wait-temp; else echo flush-temp; fi
+}
+
+# plan ARG...: run ponywrite ARG... under strace; PLAN is its flushes and
+# renames as words, repeats counted: start (write-back started), wait (data
+# waited for), syncfs, fsync-temp, fsync:PATH (relative to here), rename.
+plan()
+{
+	trace_syncs "$@"
+	PLAN=$(printf '%s\n' "$TRACE" | awk -v here="$(pwd -P)" '
+	function put(w) {
+		if (w == last) { n++; return }
+		if (last != "") out = out " " last (n > 1 ? "*" n : "")
+		last = w; n = 1
+	}
+	/^sync_file_range\(.*WAIT_AFTER/ { put("wait"); next }
+	/^sync_file_range\(/ { put("start"); next }
+	/^syncfs\(/ { put("syncfs"); next }
+	/^f(data)?sync\(/ {
+		match($0, /<[^>]*>/); p = substr($0, RSTART + 1, RLENGTH - 2)
+		if (p == here) p = "."
+		else if (index(p, here "/") == 1) p = substr(p, length(here) + 2)
+		put(p ~ /(^|\/)\.[^\/]+\.[^\/]+$/ ? "fsync-temp" : "fsync:" p); next
+	}
+	/^rename/ { put("rename") }
+	END { put(""); print substr(out, 2) }')
 }

@@ -18,7 +18,8 @@
 #   assert_status N, assert_stderr TEXT, assert_stderr_has TEXT, assert_quiet,
 #   assert_content FILE TEXT, assert_mode FILE OCTAL, assert_owner FILE UID GID,
 #   assert_regular FILE, assert_symlink FILE, inode FILE, fail MESSAGE
-#   require_root, require_cmd CMD..., require_nobody (root, and WORK reachable)
+#   require_root, require_cmd CMD..., require_nobody (root, and WORK reachable),
+#   require_mknod, require_mount_ns (skip in a container without the caps)
 #   NOBODY               array: setpriv prefix that drops to nobody:nogroup
 #   as_nobody CMD...     run CMD as nobody:nogroup (root only; see require_nobody)
 #   unpriv_setup         when root: require_nobody and give WORK (as it is now,
@@ -90,8 +91,9 @@ pw_teardown()
 	fi
 	cd /
 	pw_kill_strays
-	local m
-	for m in "${PW_MOUNTS[@]}"; do
+	local i m
+	for ((i = ${#PW_MOUNTS[@]} - 1; i >= 0; i--)); do	# the last first
+		m=${PW_MOUNTS[i]}
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || :
 	done
 	chmod -R u+rwX "$BATS_TEST_TMPDIR" 2>/dev/null || :
@@ -130,6 +132,24 @@ require_cmd()
 	for c; do
 		command -v "$c" >/dev/null 2>&1 || skip "needs $c"
 	done
+}
+
+# A container or chroot without CAP_MKNOD or CAP_SYS_ADMIN: skip what needs
+# a device node made here, or a mount namespace of its own.
+require_mknod()
+{
+	require_root
+	mknod -m 0600 "$BATS_TEST_TMPDIR/.mknod-probe" c 1 3 2>/dev/null ||
+	    skip "cannot make device nodes here (no CAP_MKNOD)"
+	rm -f "$BATS_TEST_TMPDIR/.mknod-probe"
+}
+
+require_mount_ns()
+{
+	require_root
+	require_cmd unshare
+	unshare --mount --propagation private true 2>/dev/null ||
+	    skip "no mount namespace here (no CAP_SYS_ADMIN)"
 }
 
 require_nobody()
@@ -298,8 +318,6 @@ assert_symlink()
 	[ -L "$1" ] || fail "$1 is not a symbolic link"
 }
 
-# mount_fs TYPE DIR [MKFS-OPTION...]: a fresh TYPE file system loop-mounted on
-# DIR (root only; skips when the tools or loop devices are missing).
 require_ext4_sysfs()
 {
 	if [ -z "$(ls /sys/fs/ext4 2>/dev/null)" ]; then
@@ -307,6 +325,9 @@ require_ext4_sysfs()
 	fi
 }
 
+# mount_fs TYPE DIR [MKFS-OPTION...]: a fresh TYPE file system loop-mounted on
+# DIR, with the mount options $MOUNT_OPTS if set (root only; skips when the
+# tools or loop devices are missing).
 mount_fs()
 {
 	require_root
@@ -318,8 +339,20 @@ mount_fs()
 	"mkfs.$type" -q "$@" "$img" >/dev/null 2>&1 || skip "mkfs.$type failed"
 	mkdir -p "$dir"
 	dir=$(cd "$dir" && pwd -P)
-	mount -o loop "$img" "$dir" 2>/dev/null || skip "cannot loop-mount $type"
+	mount -o "loop${MOUNT_OPTS:+,$MOUNT_OPTS}" "$img" "$dir" 2>/dev/null ||
+	    skip "cannot loop-mount $type${MOUNT_OPTS:+ -o $MOUNT_OPTS}"
 	PW_MOUNTS+=("$dir")
+}
+
+# mount_bindfs LOWER DIR: LOWER seen through bindfs (FUSE) on DIR.  Root only.
+mount_bindfs()
+{
+	require_root
+	require_cmd bindfs fusermount3
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	mkdir -p "$2"
+	bindfs "$1" "$2" 2>/dev/null || skip "bindfs cannot mount"
+	PW_MOUNTS+=("$(cd "$2" && pwd -P)")
 }
 
 # mount_ext4 DIR MIB [OPTS]: a fresh ext4 file system of MIB MiB, no blocks

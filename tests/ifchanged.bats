@@ -280,3 +280,51 @@ flip_byte()
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "-C on a read-only mount: the same content exits 0 without a temporary file; other content fails, untouched" {
+	mount_fs ext4 m -F
+	old_target m/t $'same\n'
+	printf 'same\n' > s1
+	printf 'other\n' > s2
+	mount -o remount,ro m
+	snapshot m/t
+	run --separate-stderr "$PONYWRITE" -C -v m/t < <(printf 'same\n')
+	assert_status 0
+	assert_stderr "ponywrite: m/t: unchanged"
+	printf '%s\0' m/t s1 > list
+	run --separate-stderr "$PONYWRITE" -C --batch=list
+	assert_status 0
+	# Longer, shorter, different, another mode: the mount's error stands.
+	local input
+	for input in $'same\nmore' sam $'other\n'; do
+		run --separate-stderr "$PONYWRITE" -C m/t < <(printf '%s' "$input")
+		assert_status 1
+		assert_stderr "ponywrite: m: cannot create a temporary file in this directory: Read-only file system"
+	done
+	run --separate-stderr "$PONYWRITE" -C -m 0600 m/t < <(printf 'same\n')
+	assert_status 1
+	printf '%s\0' m/t s2 > list
+	run --separate-stderr "$PONYWRITE" -C --batch=list
+	assert_status 1
+	# Without -C nothing is compared.
+	run --separate-stderr "$PONYWRITE" m/t < <(printf 'same\n')
+	assert_status 1
+	assert_untouched m/t
+}
+
+@test "-C in a directory the user cannot write: the same content exits 0, other content fails" {
+	unpriv_setup
+	mkdir d
+	old_target d/t $'same\n'
+	chmod 0555 d
+	snapshot d/t
+	run --separate-stderr unpriv "$PONYWRITE" -C d/t < <(printf 'same\n')
+	assert_status 0
+	assert_quiet
+	run --separate-stderr unpriv "$PONYWRITE" -C d/t < <(printf 'new\n')
+	assert_status 1
+	assert_stderr "ponywrite: d: cannot create a temporary file in this directory: Permission denied"
+	assert_untouched d/t
+	chmod 0755 d
+	assert_no_litter
+}

@@ -65,10 +65,15 @@ fi
 	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_BUSY; target not replaced"
 	assert_untouched t src
 	assert_no_litter
-	# -b links the target first: across the mount that is EXDEV.
+	# -b: statx finds the mount point first; without statx (musl) the
+	# backup link does, and across the mount that is EXDEV.
 	run --separate-stderr "$PONYWRITE" -b t < <(echo new)
 	assert_status 1
-	assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_XDEV"
+	if [ "$E_BUSY" = 'Resource busy' ]; then
+		assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_XDEV"
+	else
+		assert_stderr "ponywrite: t: is a mount point and cannot be replaced: $E_BUSY"
+	fi
 	assert_untouched t src
 	assert_no_litter
 	[ ! -e t~ ] || fail "t~ was made"

@@ -549,3 +549,46 @@ $(getfacl -cn d/ref)"
 	assert_untouched t
 	assert_no_litter
 }
+
+@test "file capabilities and the SELinux context are kept, as set-id bits are (root)" {
+	require_root
+	require_cmd setcap getcap setfattr getfattr
+	echo old > t
+	chmod 4755 t
+	setcap cap_net_raw+ep t 2>/dev/null || skip "no file capabilities here"
+	setfattr -n security.selinux -v 'system_u:object_r:etc_t:s0' t 2>/dev/null ||
+	    skip "security.selinux cannot be set here"
+	run --separate-stderr "$PONYWRITE" t < <(echo new)
+	assert_status 0
+	assert_quiet
+	assert_content t $'new\n'
+	assert_mode t 4755
+	[ "$(getcap t)" = "t cap_net_raw=ep" ] || fail "capabilities: '$(getcap t)'"
+	[ "$(getfattr --only-values -n security.selinux t)" = 'system_u:object_r:etc_t:s0' ] ||
+	    fail "context: $(getfattr -d -m - t)"
+	# A new owner drops them with the set-id bits, as chown(2) does: said.
+	require_nobody
+	run --separate-stderr "$PONYWRITE" -o nobody t < <(echo newer)
+	assert_status 0
+	assert_stderr "ponywrite: t: its file capabilities are dropped, as the owner or group changes (as chown(2) drops them)"
+	assert_mode t 755
+	[ -z "$(getcap t)" ] || fail "capabilities kept for a new owner: $(getcap t)"
+	[ "$(getfattr --only-values -n security.selinux t)" = 'system_u:object_r:etc_t:s0' ] ||
+	    fail "context lost with -o"
+	assert_no_litter
+}
+
+@test "file capabilities a user cannot set again: refused, untouched (never dropped silently)" {
+	require_cmd setcap getcap
+	echo old > t
+	unpriv_setup
+	[ "$(id -u)" -eq 0 ] || skip "setcap needs root"
+	setcap cap_net_raw+ep t 2>/dev/null || skip "no file capabilities here"
+	snapshot t
+	run --separate-stderr unpriv "$PONYWRITE" t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: t: cannot keep its file capabilities: Operation not permitted (setting them needs CAP_SETFCAP; setcap -r drops them first)"
+	assert_untouched t
+	[ "$(getcap t)" = "t cap_net_raw=ep" ] || fail "capabilities: '$(getcap t)'"
+	assert_no_litter
+}

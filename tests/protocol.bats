@@ -82,6 +82,8 @@ inject_on()
 	local call=$1 re=$2 n line
 	shift 2
 	echo old > t
+	# As in the real run: -b opens an existing t~ to read its flags.
+	echo bak > t~
 	PTRACE_OPTS=(-e trace="$call")
 	ptrace "$@" t < <(echo dry)
 	line=$(grep -m1 -E "$re" <<<"$PTRACE")

@@ -254,6 +254,79 @@ sticky_setup()
 	assert_no_litter
 }
 
+# protected_symlinks 0: the kernel's own default, so that the kernel does
+# not apply the rule for ponywrite; restored by teardown.
+symlinks_sysctl_off()
+{
+	[ -w /proc/sys/fs/protected_symlinks ] ||
+	    skip "cannot set fs.protected_symlinks"
+	PW_SYMLINKS=$(cat /proc/sys/fs/protected_symlinks)
+	sysctl -q -w fs.protected_symlinks=0
+}
+
+teardown()
+{
+	if [ -n "${PW_SYMLINKS:-}" ]; then
+		sysctl -q -w fs.protected_symlinks="$PW_SYMLINKS"
+	fi
+	pw_teardown
+}
+
+@test "a link to a directory planted in a sticky directory is not followed on the way, whatever the sysctl" {
+	require_nobody
+	symlinks_sysctl_off
+	mkdir -m 1777 s
+	mkdir vdir
+	echo victim > vdir/conf
+	as_nobody ln -s "$WORK/vdir" s/evil
+	# The kernel alone follows it now: this test can fail.
+	run bash -c 'echo x >> s/evil/conf'
+	[ "$status" -eq 0 ] || fail "the kernel refused: this test proves nothing"
+	echo victim > vdir/conf
+	snapshot vdir/conf
+	printf '%s\0' s/evil/conf s/evil/made >list
+	echo src >src
+	local form
+	for form in "s/evil/conf" "-p s/evil/conf" "-p s/evil/new/conf" \
+	    "-l s/evil/conf" "-a s/evil/conf" "-t s/evil src" "--batch=list"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr "$PONYWRITE" $form < <(echo evil)
+		[ "$status" -ge 1 ] || fail "$form: followed the planted link (status 0)"
+		assert_stderr_has "refusing to follow symbolic link in sticky world-writable directory"
+		assert_untouched vdir/conf
+		[ "$(ls -A vdir)" = conf ] || fail "$form: made $(ls -A vdir)"
+	done
+	# Deeper: a link of ours that leads through the planted one.
+	ln -s s/evil via
+	run --separate-stderr "$PONYWRITE" via/conf < <(echo evil)
+	assert_status 1
+	assert_stderr_has "refusing to follow symbolic link in sticky world-writable directory"
+	assert_untouched vdir/conf
+	assert_no_litter
+}
+
+@test "a directory link of the caller or of the sticky directory's owner is followed on the way" {
+	require_nobody
+	symlinks_sysctl_off
+	mkdir -m 1777 s
+	mkdir -m 0777 n
+	ln -s "$WORK/n" s/rootlink		# the directory's owner's
+	as_nobody ln -s "$WORK/n" s/ownlink	# the caller's below
+	run --separate-stderr as_nobody "$PONYWRITE" s/rootlink/a < <(echo A)
+	assert_status 0
+	assert_content n/a $'A\n'
+	run --separate-stderr as_nobody "$PONYWRITE" -p s/ownlink/sub/b < <(echo B)
+	assert_status 0
+	assert_content n/sub/b $'B\n'
+	# A second user does not trust nobody's link.
+	run --separate-stderr setpriv --reuid=daemon --regid=daemon --clear-groups -- \
+	    "$PONYWRITE" s/ownlink/c < <(echo C)
+	assert_status 1
+	assert_stderr_has "refusing to follow symbolic link in sticky world-writable directory"
+	[ ! -e n/c ] || fail "daemon followed nobody's link"
+	assert_no_litter
+}
+
 @test "links in /proc stand for open files: /dev/stdout and a deleted file's fd are refused" {
 	echo old > file
 	snapshot file

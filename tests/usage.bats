@@ -73,6 +73,17 @@ $USAGE4" ] || fail "usage lines: $output"
 usage: $usage"
 }
 
+@test "the man page names each system call of the protocol where it is made" {
+	require_cmd mandoc
+	page=$(MANWIDTH=200 mandoc -Tascii "$BATS_TEST_DIRNAME/../ponywrite.1" |
+	    sed 's/.\x08//g' | tr -s ' \n' ' ')
+	[[ $page == *"rename(2) the temporary file over target."* ]] ||
+	    fail "step 5 does not say: rename(2) the temporary file over target."
+	# sync_file_range(2) renames nothing and is atomic for nothing.
+	[[ $page != *"sync_file_range(2) the temporary"* ]] || fail "a rename said to be sync_file_range(2)"
+	[[ $page != *"sync_file_range(2) is atomic"* ]] || fail "sync_file_range(2) said to be atomic"
+}
+
 @test "--version prints ponywrite VERSION" {
 	run --separate-stderr "$PONYWRITE" --version
 	assert_status 0

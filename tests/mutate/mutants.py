@@ -59,7 +59,8 @@ M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
-M("no-dir-flush", "commit", [("opt.sync && flush_fd(tgt.dirfd) < 0", "0")],
+M("no-dir-flush", "commit",
+  [("dir_flush(tgt.plan, tgt.exists) && flush_rename(tgt.dirfd, tgt.name,\n\t    tgt.plan) < 0", "0")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit", [("return late;\n\t}", "return 0;\n\t}")],
   "a failed directory flush exits 0 instead of 3", "status")
@@ -68,7 +69,7 @@ M("flush-before-metadata", "main",
     "if (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
-M("no-parent-flush", "make_parents", [("(!opt.sync || flush_fd(fd) == 0)", "1")],
+M("no-parent-flush", "make_parents", [("!opt.sync || flush_parent(fd) == 0", "1")],
   "-p does not flush the parent of a created directory", "flush")
 M("unchanged-not-flushed", "finish_unchanged",
   [("if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))", "if (0)")],
@@ -82,11 +83,26 @@ M("data-wait-error-ignored", "flush_data",
   "flush")
 M("cheap-flush-without-journal", "ext4_journaled", [("link[0] != '<'", "1")],
   "ext2 and ext4 without a journal only wait for the data before the rename", "flush")
-M("cheap-flush-everywhere", "journal_orders_data",
-  [("return sf.f_type == HAVE_XFS_MAGIC ||", "return 1 ||")],
-  "every file system (btrfs too) only waits for the data before the rename", "flush")
-M("cheap-flush-nowhere", "journal_orders_data", [("if (fstatfs(fd, &sf) < 0)", "if (1)")],
+M("cheap-flush-everywhere", "fs_plan",
+  [("\treturn PLAN_SAFE;\n}", "\treturn PLAN_ORDERED | PLAN_SYNCFS;\n}")],
+  "every file system the allow-list does not name only waits for the data before the rename", "flush")
+M("cheap-flush-nowhere", "fs_plan",
+  [("if (!mount_of(fd, type, sizeof type, opts, sizeof opts))", "if (1)")],
   "no file system gets the cheaper sequence: 4 flushes where 2 are proven enough", "flush")
+M("unproven-options-allowed", "options_proven", [("\t\t\treturn 0;", "\t\t\treturn 1;")],
+  "a mount option the block-level test never proved (journal_async_commit) keeps the cheap sequence", "flush")
+M("option-prefix-allowed", "options_proven",
+  [("(w[k - 1] == '=' ? k <= n : k == n)", "k <= n")],
+  "an option that only starts like a proven one (data=orderedX) is taken for it", "flush")
+M("fuse-taken-for-its-lower-fs", "fs_plan",
+  [("\t\treturn PLAN_FUSE;", "\t\t;")],
+  "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
+M("fuse-renamed-file-not-flushed", "flush_rename",
+  [("return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;", "return 0;")],
+  "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
+M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
+  [("(jobs[i].plan & PLAN_FUSE) &&", "0 &&")],
+  "a FUSE batch does not flush the renamed files", "many")
 M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
@@ -129,7 +145,7 @@ M("setid-kept-on-chown", "decide_metadata",
   [("meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
   "-o/-g keep the set-id bits under the new owner", "metadata")
 M("mode-not-checked", "set_mode",
-  [("if ((st.st_mode & 07777) != meta.mode)", "if (0)")],
+  [("if ((st.st_mode & 07777) == meta.mode)", "if (1)")],
   "a set-group-ID bit dropped by the kernel goes unnoticed", "metadata")
 M("owner-not-kept", "decide_metadata",
   [("tgt.regular ? tgt.st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
@@ -145,7 +161,7 @@ M("default-acl-ignored", "decide_metadata",
 # --- links and the protected_* rules
 M("protected-symlinks-off", "follow_link", [("check_protected_link(st);", ";")],
   "links planted in /tmp by others are followed", "links")
-M("protected-symlinks-dirowner", "planted",
+M("protected-symlinks-dirowner", "planted_in",
   [("owner != geteuid() && owner != dir.st_uid", "owner != geteuid()")],
   "links of the sticky directory's owner are refused", "links")
 M("protected-regular-off", "open_target", [("check_protected_regular();", ";")],
@@ -153,6 +169,36 @@ M("protected-regular-off", "open_target", [("check_protected_regular();", ";")],
 M("protected-regular-level", "check_protected_regular",
   [("(level == '1' && !planted(tgt.st.st_uid, S_IWOTH))", "(level == '2' && !planted(tgt.st.st_uid, S_IWOTH))")],
   "protected_regular=2 is taken as 1", "links")
+M("protected-symlinks-dirs-off", "walk_component",
+  [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
+  "a directory link planted in /tmp by others is followed on the way", "links")
+M("walk-kernel-follows", "walk_component",
+  [("flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC", "flags | O_DIRECTORY | O_CLOEXEC")],
+  "the kernel follows a directory link on the way, without the rule", "links")
+M("keep-old-off", "keep_old", [("return tgt.plan == PLAN_NOJOURNAL;", "return 0;")],
+  "without a journal the old inode is freed before the new name is on disk", "flush")
+M("no-sync-nojournal-no-dirflush", "dir_flush", [("return opt.sync || (plan == PLAN_NOJOURNAL && exists);", "return opt.sync;")],
+  "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
+M("ifchanged-readonly-fails", "create_temp",
+  [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
+  "-C with unchanged content fails on a read-only mount", "ifchanged")
+M("ifchanged-readonly-longer", "input_unchanged",
+  [("if (!same || off != tgt.st.st_size ||", "if (!same ||")],
+  "-C on a read-only mount takes a prefix of the target as unchanged", "ifchanged")
+M("case-duplicates-unchecked", "check_case_duplicates",
+  [("if (j->state == READY && folds_case(j)) {", "if (0) {")],
+  "README and readme on exFAT: both reported written, one content lost", "many")
+M("nolink-message-bare", "link_backup",
+  [("\t\t\t\tfail_nolink();", "\t\t\t\t;")],
+  "-b without hard links says only Operation not permitted", "backup")
+M("temp-name-255", "create_temp", [("long max = name_max();", "long max = NAME_MAX;")],
+  "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
+M("temp-name-cut-in-char", "hidden_name",
+  [("while (keep > 0 && (whole[keep] & 0xc0) == 0x80)", "while (0)")],
+  "the temporary name is cut inside a UTF-8 character (NTFS refuses it)", "open")
+M("modeless-new-file-refused", "set_mode",
+  [("if (!tgt.regular && opt.mode == NULL)\n\t\t\treturn;", "")],
+  "a new file on NTFS is refused for the mode the file system gives it", "metadata")
 M("proc-links-followed", "follow_link", [("check_proc_link();", ";")],
   "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
 M("nofollow-ignored", "resolve_target",
@@ -171,10 +217,10 @@ M("noempty-ignored", "fill_temp", [("if (opt.noempty && added == 0)", "if (0)")]
 M("ifchanged-content-ignored", "unchanged",
   [("if (memcmp(buf, cmpbuf, n) != 0)\n\t\t\treturn 0;", "")],
   "-C keeps a file whose content differs at equal size", "ifchanged")
-M("ifchanged-mode-ignored", "unchanged",
-  [("meta.mode != (tgt.st.st_mode & 07777) ||", "")],
+M("ifchanged-mode-ignored", "meta_unchanged",
+  [("meta.mode == (tgt.st.st_mode & 07777) &&", "")],
   "-C keeps a file whose mode -m would change", "ifchanged")
-M("backup-not-made", "link_backup", [("if (!opt.backup || !tgt.exists)", "if (1)")],
+M("backup-not-made", "link_backup", [("if (!tgt.exists || (!opt.backup && !keep_old()))", "if (1)")],
   "-b makes no backup", "backup")
 M("backup-renamed-first", "rename_over",
   [("{\n\tif (renameat(", "{\n\tint r = rename_backup();\n\n\tif (renameat("),
@@ -185,7 +231,7 @@ M("backup-hidden-left", "rename_backup",
   "a backup that already was TARGET~ leaves its hidden link", "backup")
 M("backup-status-0", "commit", [("status = late;", "status = 0;")],
   "a failed backup rename exits 0", "status")
-M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path) :", "")],
+M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path, &w) :", "")],
   "-p creates no directory", "parents")
 
 # --- command mode, signals and exit statuses
@@ -215,7 +261,7 @@ M("usage-status-1", "usage_error", [("exit(2);", "exit(1);")],
 M("no-write-behind", "write_behind", [("end >= BEHIND_FROM &&", "0 &&")],
   "large input is not written behind: dirty memory grows with the input", "writeback")
 M("write-behind-no-wait", "write_behind",
-  [("(behind > 0 && sync_range(fd, behind - WINDOW, WINDOW,\n\t\t    SYNC_RANGE_WAIT) < 0)", "0")],
+  [("(*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,\n\t\t    SYNC_RANGE_WAIT) < 0)", "0")],
   "the window before is not waited for: writeback is started but never bounded", "writeback")
 M("write-behind-error-ignored", "write_behind",
   [("if (errno != ENOSYS)\n\t\t\t\tfail_write();", "")],
@@ -292,16 +338,67 @@ M("many-signals-not-held", "replace_many",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
-  [("if (opt.ifchanged && unchanged(jobfd, size))", "if (0)")],
+  [("if (opt.ifchanged && (jobfd < 0 ? input_unchanged(-jobfd) :\n\t    unchanged(jobfd, size))) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
-  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
-    "if (j->ordered && flush_data(jobfd, j->ordered) < 0)")],
+  [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&",
+    "if ((j->plan & PLAN_ORDERED) &&")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
 M("many-ordered-not-waited", "prepare_job",
-  [("if ((perfile || j->ordered) && flush_data(jobfd, j->ordered) < 0)",
-    "if (perfile && flush_data(jobfd, j->ordered) < 0)")],
+  [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&", "if (per_file(j) &&")],
   "where the journal orders data, the new files are not waited for", "many")
 M("many-ordered-everywhere", "resolve_job",
-  [("journal_orders_data(j->dirfd)", "1")],
+  [("j->plan = fs_plan(j->dirfd);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
   "every file system is taken for one whose journal orders data", "many")
+
+# --- checks before the first rename (tests/before-rename.bats)
+M("backup-name-target-allowed", "check_backup_names",
+  [("if ((hit = bsearch(&k, v, n, sizeof *v, by_place)) == NULL)", "if (1)")],
+  "-b: a target that is another target's backup name is replaced twice",
+  "before-rename")
+M("mount-point-unchecked", "check_replaceable",
+  [("if (mount_point(tgt.name))", "if (0)")],
+  "a bind-mounted target is found only by the rename (after a command ran,"
+  " or after other targets of a batch were replaced)", "before-rename")
+M("chattr-unchecked", "chattr_refusal",
+  [("if (fd >= 0 && ioctl(", "if (0 && ioctl(")],
+  "chattr +i or +a is found only by the rename", "before-rename")
+
+# --- the edges of the many-files forms (tests/batch-edges.bats)
+M("many-dir-inode-only", "dir_slot",
+  [(" ^\n\t    (unsigned long long)dev);", ");"),
+   ("(jobs[*s - 1].dev == dev &&\n\t\t    jobs[*s - 1].ino == ino)", "jobs[*s - 1].ino == ino")],
+  "two mount roots with one inode number are taken for one directory", "many")
+M("many-unchanged-temp-cwd", "prepare_job",
+  [("unlinkat(tgt.dirfd, tmpname, 0);", "unlinkat(AT_FDCWD, tmpname, 0);")],
+  "-C in a batch leaves the temporary file beside an unchanged target", "litter")
+M("many-close-error-ignored", "prepare_job",
+  [("if (jobfd >= 0 && close(jobfd) < 0) {", "if (0) {")],
+  "a close error on a batch's temporary file is ignored", "close")
+M("many-print-changed-status-lost", "report_jobs",
+  [("\t\t\tstatus = print_changed(status);", "\t\t\tprint_changed(status);")],
+  "--print-changed in a batch to a full disk exits 0", "status")
+M("many-backup-rename-status-lost", "rename_job", [("\t\tlostbackup = 3;", "\t\t;")],
+  "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
+M("many-list-read-error-eof", "jobs_from_list", [("if (fd < 0 || r < 0)", "if (fd < 0)")],
+  "a read error of --batch's list is taken as its end", "many")
+M("p-message-bare", "fail_dir", [("if (w->made > 0)", "if (0)")],
+  "-p that cannot make a directory names neither it nor its parent", "parents")
+M("p-reads-on-the-way", "make_parents",
+  [("flags = next[strspn(next, \"/\")] == '\\0' ? O_RDONLY : O_SEARCH_DIR;", "flags = O_RDONLY;")],
+  "-p cannot pass a directory it may search but not read", "parents")
+M("caps-dropped", "keep_xattr",
+  [("if (meta.uid == tgt.st.st_uid && meta.gid == tgt.st.st_gid)\n\t\treturn 1;", "")],
+  "file capabilities are dropped on every replace", "metadata")
+M("caps-eperm-ignored", "copy_xattrs",
+  [("if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||", "if (fsetxattr(to, name, val, len, 0) < 0 && errno != EPERM && (errno != ENOTSUP ||")],
+  "a user's file loses its capabilities silently", "metadata")
+M("write-behind-not-reset", "fill_temp",
+  [("tgt.behind = 0;", ";")],
+  "only the first large file of a batch is written behind", "writeback")
+M("many-flush-quadratic", "flush_new_files",
+  [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
+  "the flush step rescans every earlier target: quadratic", "many")
+M("many-empty-t", "many_options",
+  [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\tusage_hint(\"-t needs a directory name\");", "")],
+  "-t '' writes NAME at the root", "usage")

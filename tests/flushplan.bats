@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# The flush plan comes from an allow-list (fsplans[] in ponywrite.c, the
+# table in the man page): the cheap sequences only for a file-system type
+# whose every super option the block-level test proved, the safe sequence
+# (fsync of each new file before its rename, of the directory after)
+# everywhere else.  Each test mounts the file system it names and reads the
+# system calls: a type is not a proof, its mount options and its transport
+# decide.
+
+load helpers
+load features_helpers
+
+# on_fs DIR: source files in s/, the directory DIR/d with an old t, a, b.
+on_fs()
+{
+	mkdir -p "$1/d" s
+	echo old > "$1/d/t"
+	echo old > "$1/d/a"
+	printf 'new a\n' > s/a
+	printf 'new b\n' > s/b
+}
+
+# expect PLAN-WORD DIR ONE MANY: plan_of DIR says PLAN-WORD; one file
+# replaced with -i gives the plan ONE, two with -t the plan MANY.
+expect()
+{
+	local word=$1 dir=$2
+	[ "$(plan_of "$dir")" = "$word" ] ||
+	    fail "plan_of $dir: $(plan_of "$dir"), expected $word"
+	plan -i s/a "$dir/d/t"
+	assert_status 0
+	[ "$PLAN" = "$3" ] || fail "one file on $dir: '$PLAN', expected '$3' ($TRACE)"
+	plan -t "$dir/d" s/a s/b
+	assert_status 0
+	[ "$PLAN" = "$4" ] || fail "-t on $dir: '$PLAN', expected '$4' ($TRACE)"
+	assert_content "$dir/d/t" $'new a\n'
+	assert_content "$dir/d/b" $'new b\n'
+	assert_no_litter "$dir/d"
+}
+
+@test "ext4 with a journal, default options: data waited for, one directory flush" {
+	require_ext4_sysfs
+	mount_fs ext4 m -F
+	on_fs m
+	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+}
+
+@test "ext4 journal_async_commit (not proven): each new file flushed" {
+	MOUNT_OPTS=data=writeback,journal_async_commit mount_fs ext4 m -F
+	on_fs m
+	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+}
+
+@test "ext4 with an option the allow-list does not name (nobarrier): each new file flushed" {
+	MOUNT_OPTS=nobarrier mount_fs ext4 m -F
+	on_fs m
+	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+}
+
+@test "ext4 commit= and errors= (proven): the cheap sequence stays" {
+	require_ext4_sysfs
+	MOUNT_OPTS=commit=30,errors=remount-ro mount_fs ext4 m -F
+	on_fs m
+	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+}
+
+# The second directory flush makes the removal of the old file's hidden link
+# durable (see the no-journal test below).
+@test "ext2 (no journal): each new file flushed, no syncfs" {
+	mount_fs ext2 m -F
+	on_fs m
+	expect safe m "fsync-temp rename fsync:m/d*2" "fsync-temp*2 rename*2 fsync:m/d*2"
+}
+
+# link_trace ARG...: ponywrite ARG... under strace; LINKS holds its links,
+# renames, unlinks and flushes as words (link:NAME rename:NAME unlink flush).
+link_trace()
+{
+	require_cmd strace
+	local log="$BATS_TEST_TMPDIR/link.log"
+	status=0
+	strace -f -qq -o "$log" -e trace=linkat,renameat,renameat2,unlinkat,fsync,fdatasync,syncfs \
+	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/link.err" || status=$?
+	LINKS=$(sed -E 's/^[0-9]+ +//' "$log" | awk '
+	/^linkat\(/ { split($0, a, "\""); print "link:" a[2]; next }
+	/^rename/ { split($0, a, "\""); print "rename:" a[4]; next }
+	/^unlinkat\(/ { print "unlink"; next }
+	/sync/ { print "flush" }' | paste -sd ' ')
+}
+
+@test "no journal (ext2, ext4 ^has_journal): the old file stays linked until the directory is flushed, --no-sync too" {
+	local fs
+	for fs in ext2 ext4-nojournal; do
+		if [ "$fs" = ext2 ]; then
+			mount_fs ext2 "$fs" -F
+		else
+			mount_fs ext4 "$fs" -F -O ^has_journal
+		fi
+		on_fs "$fs"
+		# One file: a power cut must not free the old inode before the new
+		# name is on disk (fsck would remove the name: target missing).
+		link_trace -i s/a "$fs/d/t"
+		assert_status 0
+		[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] ||
+		    fail "$fs, one file: '$LINKS'"
+		assert_content "$fs/d/t" $'new a\n'
+		# A batch: every old file linked before the first rename, the
+		# links removed after the directory flush.
+		link_trace -t "$fs/d" s/a s/b
+		assert_status 0
+		[ "$LINKS" = "flush flush link:a rename:a rename:b flush unlink flush" ] ||
+		    fail "$fs, -t: '$LINKS'"
+		assert_content "$fs/d/a" $'new a\n'
+		assert_no_litter "$fs/d"
+		# --no-sync too: the link may go only once the new name is on
+		# disk, or a power cut can leave the target zero-filled.
+		link_trace --no-sync -i s/b "$fs/d/t"
+		assert_status 0
+		[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] ||
+		    fail "$fs, --no-sync: '$LINKS'"
+		link_trace --no-sync -t "$fs/d" s/a s/b
+		assert_status 0
+		[ "$LINKS" = "flush flush link:a link:b rename:a rename:b flush unlink unlink flush" ] ||
+		    fail "$fs, --no-sync -t: '$LINKS'"
+		assert_no_litter "$fs/d"
+	done
+}
+
+@test "a journal that orders the rename (ext4, default options): no link to the old file" {
+	require_ext4_sysfs
+	mount_fs ext4 m -F
+	on_fs m
+	link_trace -i s/a m/d/t
+	assert_status 0
+	[ "$LINKS" = "rename:t flush" ] || fail "one file: '$LINKS'"
+	link_trace -t m/d s/a s/b
+	assert_status 0
+	[ "$LINKS" = "rename:a rename:b flush" ] || fail "-t: '$LINKS'"
+	assert_no_litter m/d
+}
+
+@test "XFS, default options: data waited for, one directory flush" {
+	mount_fs xfs m -f
+	on_fs m
+	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+}
+
+@test "XFS with an option the allow-list does not name (wsync): each new file flushed" {
+	MOUNT_OPTS=wsync mount_fs xfs m -f
+	on_fs m
+	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+}
+
+@test "btrfs: one file fsync'd; a batch written back, one syncfs, one directory flush" {
+	mount_fs btrfs m -f
+	on_fs m
+	expect syncfs m "fsync-temp rename fsync:m/d" "start*2 syncfs rename*2 fsync:m/d"
+}
+
+@test "btrfs ssd_spread (begins like the proven ssd, is not it): each new file flushed" {
+	MOUNT_OPTS=ssd_spread mount_fs btrfs m -f
+	on_fs m
+	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+}
+
+@test "FUSE (bindfs over ext4): each file flushed before its rename and after the directory" {
+	mount_fs ext4 low -F
+	mount_bindfs low m
+	on_fs m
+	expect fuse m "fsync-temp rename fsync:m/d fsync:m/d/t" \
+	    "fsync-temp*2 rename*2 fsync:m/d fsync:m/d/a fsync:m/d/b"
+	plan --no-sync -t m/d s/a s/b
+	[ "$PLAN" = "fsync-temp*2 rename*2" ] || fail "--no-sync on FUSE: '$PLAN'"
+}
+

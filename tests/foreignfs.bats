@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# File systems a user meets beyond ext4, XFS and btrfs, served here by their
+# FUSE servers: NTFS (ntfs-3g) keeps no Unix modes and takes only valid
+# UTF-8 names; fuse-overlayfs (rootless podman) allows 251-byte names.
+
+load helpers
+
+# mount_ntfs DIR: a fresh NTFS image on DIR through ntfs-3g.  Root only.
+mount_ntfs()
+{
+	require_root
+	require_cmd mkntfs ntfs-3g
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	local img="$BATS_TEST_TMPDIR/ntfs.img"
+	truncate -s 64M "$img"
+	mkntfs -q -F -f "$img" >/dev/null 2>&1 || skip "mkntfs failed"
+	mkdir -p "$1"
+	ntfs-3g "$img" "$1" 2>/dev/null || skip "ntfs-3g cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+}
+
+# mount_overlay DIR: fuse-overlayfs with its layers beside DIR.  Root only.
+mount_overlay()
+{
+	require_root
+	require_cmd fuse-overlayfs
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	mkdir -p lower upper work "$1"
+	fuse-overlayfs -o lowerdir=lower,upperdir=upper,workdir=work "$1" \
+	    2>/dev/null || skip "fuse-overlayfs cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+}
+
+# mount_exfat DIR: a fresh exFAT image on DIR through exfat-fuse (which needs
+# a block device: a loop device, detached by teardown).  Root only.
+mount_exfat()
+{
+	require_root
+	require_cmd mkfs.exfat mount.exfat-fuse losetup
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	local img="$BATS_TEST_TMPDIR/exfat.img"
+	truncate -s 64M "$img"
+	mkfs.exfat "$img" >/dev/null 2>&1 || skip "mkfs.exfat failed"
+	PW_LOOP=$(losetup -f --show "$img") || skip "no loop device"
+	mkdir -p "$1"
+	mount.exfat-fuse "$PW_LOOP" "$1" >/dev/null 2>&1 || skip "exfat-fuse cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+}
+
+teardown()
+{
+	pw_teardown
+	if [ -n "${PW_LOOP:-}" ]; then
+		losetup -d "$PW_LOOP" 2>/dev/null || :
+	fi
+}
+
+# 82 three-byte characters and "ab": 248 bytes.
+LONG=$(printf '日%.0s' {1..82})ab
+
+@test "NTFS: a new file gets the mode the file system gives, as with >" {
+	mount_ntfs m
+	echo shell > m/by-shell
+	local want
+	want=$(stat -c %a m/by-shell)
+	run --separate-stderr "$PONYWRITE" m/new < <(echo new)
+	assert_status 0
+	assert_content m/new $'new\n'
+	[ "$(stat -c %a m/new)" = "$want" ] || fail "mode $(stat -c %a m/new), > gives $want"
+	# And through the forms that create files: -p, -t, --batch, -l.
+	echo src > src
+	run --separate-stderr "$PONYWRITE" -p m/a/b/c < <(echo c)
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -t m/a src
+	assert_status 0
+	printf '%s\0' m/batched src > list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -l m/locked < <(echo l)
+	assert_status 0
+	assert_content m/a/src $'src\n'
+	assert_content m/batched $'src\n'
+	# An existing file keeps what it has.
+	run --separate-stderr "$PONYWRITE" m/new < <(echo newer)
+	assert_status 0
+	assert_content m/new $'newer\n'
+	assert_no_litter m
+}
+
+@test "NTFS: -m that the file system cannot keep fails, naming the file system" {
+	mount_ntfs m
+	run --separate-stderr "$PONYWRITE" -m 0644 m/new < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: m/new: cannot set mode 0644: this file system (fuse) made it 0777; it does not keep Unix modes"
+	[ ! -e m/new ] || fail "m/new was created"
+	assert_no_litter m
+}
+
+@test "NTFS: a long UTF-8 name: the temporary name is cut between characters" {
+	mount_ntfs m
+	run --separate-stderr "$PONYWRITE" "m/$LONG" < <(echo one)
+	assert_status 0
+	assert_content "m/$LONG" $'one\n'
+	run --separate-stderr "$PONYWRITE" -b "m/$LONG" < <(echo two)
+	assert_status 0
+	assert_content "m/$LONG" $'two\n'
+	assert_content "m/$LONG~" $'one\n'
+	assert_no_litter m
+}
+
+@test "fuse-overlayfs (NAME_MAX 251): a 248-byte name fits, with its temporary name" {
+	mount_overlay m
+	[ "$(getconf NAME_MAX m)" -lt 255 ] || skip "NAME_MAX here is $(getconf NAME_MAX m)"
+	run --separate-stderr "$PONYWRITE" "m/$LONG" < <(echo one)
+	assert_status 0
+	assert_content "m/$LONG" $'one\n'
+	local ascii
+	ascii=$(printf 'x%.0s' {1..250})
+	run --separate-stderr "$PONYWRITE" "m/$ascii" < <(echo two)
+	assert_status 0
+	assert_content "m/$ascii" $'two\n'
+	assert_no_litter m
+}
+
+@test "exFAT: two names that differ only in case are one target (exit 2, nothing written)" {
+	mount_exfat m
+	mkdir m/d
+	echo one > README
+	echo two > lower
+	printf '%s\0' m/d/README README m/d/readme lower > list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 2
+	assert_stderr "ponywrite: m/d/readme: the same file as m/d/README on this file system, which ignores case; each target can be given once"
+	[ -z "$(ls -A m/d)" ] || fail "m/d holds: $(ls -A m/d)"
+	# An existing one too, with -t.
+	echo old > m/d/README
+	mkdir s && echo A > s/README && echo B > s/readme
+	snapshot m/d/README
+	run --separate-stderr "$PONYWRITE" -t m/d s/README s/readme
+	assert_status 2
+	assert_untouched m/d/README
+	assert_no_litter m
+}
+
+@test "ext4: names that differ only in case are two targets" {
+	mount_fs ext4 m -F
+	mkdir s && echo A > s/README && echo B > s/readme
+	run --separate-stderr "$PONYWRITE" -t m s/README s/readme
+	assert_status 0
+	assert_content m/README $'A\n'
+	assert_content m/readme $'B\n'
+}
+
+@test "exFAT: -b says that it needs a hard link the file system does not have" {
+	mount_exfat m
+	echo old > m/t
+	snapshot m/t
+	run --separate-stderr "$PONYWRITE" -b m/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: m/t: cannot make backup: -b needs a hard link to the old file, which this file system (fuseblk) refused: Operation not permitted"
+	assert_untouched m/t
+	assert_no_litter m
+	# Without -b the replace works there.
+	run --separate-stderr "$PONYWRITE" m/t < <(echo new)
+	assert_status 0
+	assert_content m/t $'new\n'
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bats
+# Many files at scale: what a batch costs per target does not grow with the
+# number of targets.  Counted in instructions (callgrind), which repeat run
+# after run, never in seconds.
+
+load helpers
+
+# instructions_per_target N DIRS: a --no-sync batch of N new targets spread
+# over DIRS directories, under callgrind; prints instructions per target.
+instructions_per_target()
+{
+	local n=$1 dirs=$2 list="$BATS_TEST_TMPDIR/list.$1" total
+	python3 - "$n" "$dirs" "$list" <<'PY'
+import os, sys
+n, dirs, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+for d in range(dirs):
+    os.makedirs("n%d/%d" % (n, d), exist_ok=True)
+with open("src", "w") as f:
+    f.write("x\n")
+with open(out, "wb") as f:
+    for i in range(n):
+        f.write(b"n%d/%d/f%d\0src\0" % (n, i % dirs, i))
+PY
+	total=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+	    "$PONYWRITE" --no-sync --batch="$list" 2>&1 >/dev/null |
+	    sed -n 's/.*Collected : \([0-9]*\).*/\1/p')
+	[ -n "$total" ] || fail "no count from callgrind"
+	echo $((total / n))
+}
+
+@test "a batch costs the same per target at 300 and at 1,200 targets (linear, callgrind)" {
+	require_cmd valgrind python3
+	[ -z "${PONYWRITE_SANITIZER:-}" ] || skip "valgrind cannot run a sanitizer build"
+	local small large
+	small=$(instructions_per_target 300 30)
+	large=$(instructions_per_target 1200 120)
+	# Measured: about 6,300 per target at either size; a loop over earlier
+	# targets for each target (the flush step, the search for a target's
+	# directory) gave 9,000 and 17,000.
+	echo "# per target: $small at 300, $large at 1,200" >&3
+	[ $((large * 100)) -le $((small * 125)) ] ||
+	    fail "per target: $small at 300, $large at 1,200 (more than 25 % more)"
+	[ "$(find n1200 -type f | wc -l)" -eq 1200 ] || fail "not every target was written"
+}
