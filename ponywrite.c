@@ -1193,15 +1193,26 @@ open_dir_at(int atfd, const char *path, struct walk *w)
 	return walk_dir(atfd, path, O_RDONLY, w);
 }
 
-/* -p: a directory made in FD is durable once FD is flushed. */
+/*
+ * -p: directory NAME made in FD, and durable once FD is flushed.  FD is
+ * opened for the flush first, so that a parent the caller may write but not
+ * read is found before anything is made there.  One that exists is fine.
+ */
 static int
-flush_parent(int fd)
+make_dir(int fd, const char *name)
 {
-	int dir = xopenat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0), r;
+	int dir = -1, r, e;
 
-	r = dir < 0 ? -1 : flush_fd(dir);
+	if (opt.sync && (dir = xopenat(fd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC, 0)) < 0)
+		return -1;
+	r = mkdirat(fd, name, 0777) < 0 && errno != EEXIST ? -1 : 0;
+	if (r == 0 && dir >= 0)
+		r = flush_fd(dir);
+	e = errno;
 	if (dir >= 0)
 		close(dir);
+	errno = e;
 	return r;
 }
 
@@ -1217,6 +1228,7 @@ make_parents(int atfd, const char *path, struct walk *w)
 
 	if ((fd = open_dir_at(atfd, path, w)) >= 0 || errno != ENOENT)
 		return fd;
+	w->hops = 0;		/* the links of that try count no more */
 	if ((fd = walk_dir(atfd, *path == '/' ? "/" : ".", O_SEARCH_DIR, w)) < 0)
 		return -1;
 	if ((p = strdup(path)) == NULL) {
@@ -1233,10 +1245,10 @@ make_parents(int atfd, const char *path, struct walk *w)
 		flags = next[strspn(next, "/")] == '\0' ? O_RDONLY : O_SEARCH_DIR;
 		if ((sub = walk_dir(fd, s, flags, w)) >= 0 || errno != ENOENT)
 			;
-		else if (mkdirat(fd, s, 0777) < 0 && errno != EEXIST) {
+		else if (make_dir(fd, s) < 0) {
 			w->in = s - p;
 			w->made = w->in + strlen(s);
-		} else if (!opt.sync || flush_parent(fd) == 0)
+		} else
 			sub = walk_dir(fd, s, flags, w);
 		close(fd);
 		if ((fd = sub) < 0)
@@ -2642,6 +2654,11 @@ fs_plan(int fd)
 		return PLAN_FUSE;
 	if (strcmp(type, "ext2") == 0)
 		return PLAN_NOJOURNAL;
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
+	/* without a journal, whatever the options: the old file stays linked */
+	if (strncmp(type, "ext", 3) == 0 && ext4_journaled(fd) == 0)
+		return PLAN_NOJOURNAL;
+#endif
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
 		    options_proven(opts, fsplans[i].options)) {
@@ -2961,6 +2978,20 @@ drop_old_link(void)
 	return flush_fd(tgt.dirfd);
 }
 
+/*
+ * The directory flush failed, so the new name may not be on disk: the old
+ * file stays linked under its hidden name (a crash may still need it), and
+ * the message says where.
+ */
+static void
+keep_old_link(const char *target, const char *dirpath, char *name)
+{
+	if (opt.backup || name == NULL || name[0] == '\0')
+		return;
+	warnx(target, "the old content stays linked as %s/%s", dirpath, name);
+	name[0] = '\0';
+}
+
 /* The same for a batch, one flush per directory. */
 static int
 drop_old_links(void)
@@ -3006,6 +3037,7 @@ commit(int fd)
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
 		    tgt.dirpath, strerror(errno));
+		keep_old_link(opt.target, tgt.dirpath, bakname);
 		return late;
 	}
 	if (drop_old_link() < 0) {
@@ -3647,10 +3679,14 @@ replace_many(void)
 	}
 	if (left > 0 && done == 0)
 		fail(NULL, "nothing replaced");
-	if (flush_dirs() != 0)
+	if (flush_dirs() != 0) {
 		status = 3;
-	if (drop_old_links() != 0)
+		for (i = 0; i < njobs; i++)
+			keep_old_link(jobs[i].target, jobs[i].dirpath,
+			    jobs[i].bakname);
+	} else if (drop_old_links() != 0) {
 		status = 3;
+	}
 	status = report_jobs(done, left, status != 0 ? status : lostbackup);
 	remove_litter(1);
 	unblock_signals();

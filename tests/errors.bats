@@ -207,6 +207,34 @@ fails_untouched()
 	assert_content sx/in/new/t $'new\n'
 }
 
+@test "-p in a directory the user may write but not read: nothing made there, the message says so" {
+	unpriv_setup
+	mkdir -p up/wx
+	chmod 0333 up/wx
+	chown nobody up/wx 2>/dev/null || :
+	run --separate-stderr unpriv "$PONYWRITE" -p up/wx/new/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: up/wx/new/t: cannot create directory up/wx/new in up/wx: Permission denied"
+	chmod 0755 up/wx
+	[ -z "$(ls -A up/wx)" ] || fail "up/wx holds: $(ls -A up/wx)"
+	# with --no-sync nothing is flushed, so nothing needs reading
+	chmod 0333 up/wx
+	run --separate-stderr unpriv "$PONYWRITE" --no-sync -p up/wx/new/t < <(echo new)
+	assert_status 0
+	chmod 0755 up/wx
+	assert_content up/wx/new/t $'new\n'
+}
+
+@test "-p through a chain of 25 links: the links are counted once, as mkdir -p counts them" {
+	mkdir real
+	ln -s real l25
+	for i in $(seq 24 -1 1); do ln -s "l$((i + 1))" "l$i"; done
+	echo new | "$PONYWRITE" l1/t
+	assert_content real/t $'new\n'
+	echo new | "$PONYWRITE" -p l1/sub/t || fail "-p through the chain failed"
+	assert_content real/sub/t $'new\n'
+}
+
 @test "a file in the way of -p fails" {
 	echo file > a
 	fails_untouched 1 "ponywrite: a: Not a directory" a a/t

@@ -126,6 +126,43 @@ link_trace()
 	done
 }
 
+@test "ext4 without a journal, with an option the allow-list does not name: the old file stays linked all the same" {
+	require_ext4_sysfs
+	MOUNT_OPTS=nobarrier mount_fs ext4 nj -F -O ^has_journal
+	on_fs nj
+	link_trace -i s/a nj/d/t
+	assert_status 0
+	[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] ||
+	    fail "one file: '$LINKS'"
+	assert_content nj/d/t $'new a\n'
+	assert_no_litter nj/d
+}
+
+@test "no journal: when the directory flush after the renames fails, the old file stays linked and the message says where" {
+	require_cmd strace
+	mount_fs ext2 m -F
+	on_fs m
+	# the flushes of one file: the new file, then the directory (fails)
+	run --separate-stderr strace -qq -o /dev/null -e trace=fsync \
+	    -e inject=fsync:error=EIO:when=2 "$PONYWRITE" -i s/a m/d/t
+	assert_status 3
+	assert_content m/d/t $'new a\n'
+	assert_stderr_has "the old content stays linked as m/d/.t~."
+	old=$(find m/d -name '.t~.*')
+	[ -n "$old" ] || fail "no hidden link kept: $(ls -A m/d)"
+	assert_content "$old" $'old\n'
+	rm -f "$old"
+	# a batch: two new files, then the directory (fails)
+	run --separate-stderr strace -qq -o /dev/null -e trace=fsync \
+	    -e inject=fsync:error=EIO:when=3 "$PONYWRITE" -t m/d s/a s/b
+	assert_status 3
+	assert_content m/d/a $'new a\n'
+	assert_stderr_has "the old content stays linked as m/d/.a~."
+	old=$(find m/d -name '.a~.*')
+	[ -n "$old" ] || fail "no hidden link kept: $(ls -A m/d)"
+	assert_content "$old" $'old\n'
+}
+
 @test "a journal that orders the rename (ext4, default options): no link to the old file" {
 	require_ext4_sysfs
 	mount_fs ext4 m -F

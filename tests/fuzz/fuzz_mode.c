@@ -334,17 +334,18 @@ in_set(char c)
 	    (c >= '0' && c <= '9') || c == '-' || c == '_';
 }
 
+/* hidden_name for a directory whose NAME_MAX is MAX */
 static void
-check_hidden(const char *name, const char *suffix)
+check_hidden_max(const char *name, const char *suffix, long max)
 {
 	char dst[NAME_MAX + 1 + 64], whole[2 * MAXLEN + 2];
 	size_t len, keep, i;
 
 	memset(dst, 'Z', sizeof dst);
-	hidden_name(dst, name, suffix);
+	hidden_name(dst, name, suffix, max);
 	len = strlen(dst);
-	if (len > NAME_MAX)
-		broken("hidden name longer than NAME_MAX", name);
+	if (len > NAME_MAX || (long)len > max)
+		broken("hidden name longer than the directory's NAME_MAX", name);
 	for (i = len + 1; i < sizeof dst; i++)
 		if (dst[i] != 'Z')
 			broken("hidden_name wrote past NAME_MAX + 1", name);
@@ -357,8 +358,11 @@ check_hidden(const char *name, const char *suffix)
 			    name);
 	snprintf(whole, sizeof whole, "%s%s", name, suffix);
 	keep = strlen(whole);
-	if (keep > NAME_MAX - RANDOM_LEN - 2)
-		keep = NAME_MAX - RANDOM_LEN - 2;
+	if (keep > (size_t)max - RANDOM_LEN - 2) {
+		keep = (size_t)max - RANDOM_LEN - 2;
+		while (keep > 0 && (whole[keep] & 0xc0) == 0x80)
+			keep--;		/* never inside a UTF-8 character */
+	}
 	if (len != keep + RANDOM_LEN + 2 ||
 	    memcmp(dst + 1, whole, keep) != 0)
 		broken("hidden name does not start with the target's name",
@@ -367,6 +371,14 @@ check_hidden(const char *name, const char *suffix)
 		broken("hidden name has a slash", name);
 	if (strcmp(dst, ".") == 0 || strcmp(dst, "..") == 0)
 		broken("hidden name is . or ..", name);
+}
+
+/* NAME_MAX, and a short one (fuse-overlayfs has 251, others less) */
+static void
+check_hidden(const char *name, const char *suffix)
+{
+	check_hidden_max(name, suffix, NAME_MAX);
+	check_hidden_max(name, suffix, 40);
 }
 
 /* Is ARG an option whose value is the next argument ("-m", "--mode")? */
