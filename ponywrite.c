@@ -2654,11 +2654,6 @@ fs_plan(int fd)
 		return PLAN_FUSE;
 	if (strcmp(type, "ext2") == 0)
 		return PLAN_NOJOURNAL;
-#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-	/* without a journal, whatever the options: the old file stays linked */
-	if (strncmp(type, "ext", 3) == 0 && ext4_journaled(fd) == 0)
-		return PLAN_NOJOURNAL;
-#endif
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
 		    options_proven(opts, fsplans[i].options)) {

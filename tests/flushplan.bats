@@ -126,18 +126,6 @@ link_trace()
 	done
 }
 
-@test "ext4 without a journal, with an option the allow-list does not name: the old file stays linked all the same" {
-	require_ext4_sysfs
-	MOUNT_OPTS=nobarrier mount_fs ext4 nj -F -O ^has_journal
-	on_fs nj
-	link_trace -i s/a nj/d/t
-	assert_status 0
-	[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] ||
-	    fail "one file: '$LINKS'"
-	assert_content nj/d/t $'new a\n'
-	assert_no_litter nj/d
-}
-
 @test "no journal: when the directory flush after the renames fails, the old file stays linked and the message says where" {
 	require_cmd strace
 	mount_fs ext2 m -F
