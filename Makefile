@@ -132,7 +132,7 @@ tests/blockcrash/recorder: tests/blockcrash/recorder.c
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
 
 # Mutation testing: every mutant of tests/mutate/mutants.py through the
-# suites; the table goes to docs/mutation.md.  MUTATE_SAMPLE=8 runs a sample
+# suites; the table goes to docs/mutation.md.  MUTATE_SAMPLE=2 runs a sample
 # chosen from the commit id, as CI does.
 MUTATE_SAMPLE =
 mutate:

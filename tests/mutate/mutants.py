@@ -69,7 +69,7 @@ M("flush-before-metadata", "main",
     "if (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
-M("no-parent-flush", "make_parents", [("!opt.sync || flush_parent(fd) == 0", "1")],
+M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
 M("unchanged-not-flushed", "finish_unchanged",
   [("if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))", "if (0)")],
