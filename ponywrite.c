@@ -2641,34 +2641,39 @@ mount_of(int fd, char *type, size_t tn, char *opts, size_t on)
 	return found;
 }
 
-/* The plan for the file system FD is on, from its type and super options. */
+/*
+ * The plan for the file system FD is on, from its type and super options.
+ * Without a journal (ext2, or ext3/ext4 whose sysfs says "<none>") the
+ * old file stays linked whatever the options: that is the safe sequence
+ * and one link more, never less.
+ */
 static int
 fs_plan(int fd)
 {
 	char type[64], opts[1024];
+	int journal = 1;
 	size_t i;
 
 	if (!mount_of(fd, type, sizeof type, opts, sizeof opts))
 		return PLAN_SAFE;
 	if (strncmp(type, "fuse", 4) == 0)
 		return PLAN_FUSE;
-	if (strcmp(type, "ext2") == 0)
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
+	if (strncmp(type, "ext", 3) == 0)
+		journal = ext4_journaled(fd);
+#endif
+	if (strcmp(type, "ext2") == 0 || journal == 0)
 		return PLAN_NOJOURNAL;
+	if (journal < 0)
+		return PLAN_SAFE;
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
-		    options_proven(opts, fsplans[i].options)) {
+		    options_proven(opts, fsplans[i].options))
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-			int journal = strncmp(type, "ext", 3) == 0 ?
-			    ext4_journaled(fd) : 1;
-
-			if (journal != 1)
-				return journal == 0 ? PLAN_NOJOURNAL :
-				    PLAN_SAFE;
 			return fsplans[i].plan;
 #else
 			return fsplans[i].plan & ~PLAN_ORDERED;
 #endif
-		}
 	return PLAN_SAFE;
 }
 

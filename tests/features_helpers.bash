@@ -19,7 +19,12 @@
 #   count_in_trace RE    how many TRACE lines match the extended regex RE
 #   trace_events         TRACE as words: flush-temp wait-temp flush-dir rename:NAME ...
 #   plan_of [DIR]        the flush plan for DIR's file system: ordered, syncfs,
-#                        fuse or safe (the allow-list, read independently)
+#                        fuse, nojournal (ext2, ext3/ext4 without a journal,
+#                        whatever the options) or safe (the allow-list, read
+#                        independently)
+#   dir_flushes [--no-sync] [DIR]   flushes of DIR after an old file is replaced
+#   replaced_events [--no-sync] NAME [WORD [DIR]]   trace_events from its rename on
+#   kept_links DIR NAME...   the hidden links of old files kept and named
 #   temp_step [DIR]      the word for what makes the temporary file's data safe
 #                        before the rename on DIR's file system: wait-temp
 #                        (sync_file_range) where the plan is ordered,
@@ -187,6 +192,17 @@ plan_of()
 	opts=$(findmnt -no FS-OPTIONS -T "$dir")
 	case $type in
 	fuse*) echo fuse; return ;;
+	ext2) echo nojournal; return ;;
+	esac
+	if [ "$type" = ext3 ] || [ "$type" = ext4 ]; then
+		name=$(readlink "/sys/dev/block/$(stat -c %Hd:%Ld "$dir")")
+		case $(cat "/sys/fs/ext4/${name##*/}/journal_task" 2>/dev/null) in
+		[0-9]*) ;;
+		"<none>") echo nojournal; return ;;
+		*) echo safe; return ;;
+		esac
+	fi
+	case $type in
 	ext4) plan=ordered allowed="rw ro errors= commit= data=ordered data=writeback data=journal noauto_da_alloc nodelalloc nodioread_nolock" ;;
 	ext3) plan=ordered allowed="rw ro errors= commit= data=ordered" ;;
 	xfs) plan=ordered allowed="rw ro attr2 inode64 logbufs= logbsize= noquota" ;;
@@ -199,19 +215,65 @@ plan_of()
 		*) echo safe; return ;;
 		esac
 	done
-	if [ "$plan" = ordered ] && [ "$type" != xfs ]; then
-		name=$(readlink "/sys/dev/block/$(stat -c %Hd:%Ld "$dir")")
-		case $(cat "/sys/fs/ext4/${name##*/}/journal_task" 2>/dev/null) in
-		[0-9]*) ;;
-		*) plan=safe ;;
-		esac
-	fi
 	echo "$plan"
 }
 
 temp_step()
 {
 	if [ "$(plan_of "${1:-.}")" = ordered ]; then echo wait-temp; else echo flush-temp; fi
+}
+
+# dir_flushes [--no-sync] [DIR]: how many times DIR (default .) is flushed
+# after an old file in it is replaced: once, none with --no-sync; without a
+# journal (plan_of nojournal) twice either way, as the old file stays linked
+# under a hidden name until the new name is on disk, and the link's removal
+# is flushed too.
+dir_flushes()
+{
+	local sync=1
+	[ "${1:-}" = --no-sync ] && { sync=0; shift; }
+	if [ "$(plan_of "${1:-.}")" = nojournal ]; then
+		echo 2
+	else
+		echo "$sync"
+	fi
+}
+
+# replaced_events [--no-sync] NAME [WORD [DIR]]: the trace_events words from
+# the rename on, when the old NAME in DIR (default .) is replaced:
+# rename:NAME and WORD (default flush-dir) dir_flushes times.
+replaced_events()
+{
+	local out n
+	local -a ns=()
+	[ "$1" = --no-sync ] && { ns=(--no-sync); shift; }
+	out="rename:$1"
+	n=$(dir_flushes "${ns[@]}" "${3:-.}")
+	while [ "$n" -gt 0 ]; do
+		out+=" ${2:-flush-dir}"
+		n=$((n - 1))
+	done
+	echo "$out"
+}
+
+# kept_links DIR NAME...: after a failed directory flush without a journal,
+# each old NAME is still linked as DIR/.NAME~.XXXX, once, and $stderr names
+# that link; the links are removed (the test's litter check follows).
+kept_links()
+{
+	local dir=$1 name f
+	local -a kept
+	shift
+	for name; do
+		kept=("$dir/.$name~."*)
+		if [ ${#kept[@]} != 1 ] || [ ! -f "${kept[0]}" ]; then
+			fail "not one hidden link of the old $dir/$name: $(ls -A "$dir")"
+		fi
+		f=${kept[0]}
+		[[ $stderr == *"the old content stays linked as $f"* ]] ||
+		    fail "the message does not name $f: $stderr"
+		rm -- "$f"
+	done
 }
 
 # plan ARG...: run ponywrite ARG... under strace; PLAN is its flushes and
