@@ -1103,16 +1103,69 @@ planted_in(int dirfd, uid_t owner, mode_t writable)
 
 struct walk {
 	int hops;	/* symbolic links followed so far */
-	int refused;	/* stopped at another user's link in a sticky directory */
+	int refused;	/* stopped at another user's link in a sticky directory: */
+	uid_t owner;	/* its owner */
 	size_t made;	/* -p: the directory that could not be made, */
 	size_t in;	/* and its parent, as lengths of the path walked */
+	char at[PATH_MAX];	/* the directory reached, as named (messages); */
+	char link[PATH_MAX];	/* the link refused there */
 };
 
 static int walk_dir(int, const char *, int, struct walk *);
 
+/* WHO as a message names a user: "nobody (65534)". */
+static void
+user_name(uid_t who, char *buf, size_t n)
+{
+	/* cppcheck-suppress getpwuidCalled */
+	const struct passwd *pw = getpwuid(who);
+
+	if (pw != NULL)
+		snprintf(buf, n, "%s (%lu)", pw->pw_name, (unsigned long)who);
+	else
+		snprintf(buf, n, "uid %lu", (unsigned long)who);
+}
+
+/* Refuse FILE, a link or a file of OWNER in the sticky directory DIR. */
+static _Noreturn void
+fail_planted(const char *file, const char *what, uid_t owner, const char *dir)
+{
+	char who[128];
+
+	user_name(owner, who, sizeof who);
+	fail(file, "not %s that %s owns in the sticky directory %s", what,
+	    who, *dir != '\0' ? dir : ".");
+}
+
+/* DIR/NAME into BUF, as join() names it. */
+static void
+join_into(char *buf, size_t n, const char *dir, const char *name)
+{
+	if (*dir == '\0' || strcmp(dir, ".") == 0)
+		snprintf(buf, n, "%s", name);
+	else
+		snprintf(buf, n, "%s%s%s", dir,
+		    dir[strlen(dir) - 1] == '/' ? "" : "/", name);
+}
+
+static int
+in_procfs(int fd)
+{
+#ifdef HAVE_PROCFS_MAGIC
+	struct statfs fs;
+
+	return fstatfs(fd, &fs) == 0 && fs.f_type == HAVE_PROCFS_MAGIC;
+#else
+	(void)fd;
+	return 0;
+#endif
+}
+
 /*
- * Component NAME of directory FD, opened with FLAGS.  A symbolic link is
- * followed here, by the sticky-directory rule, never by the kernel.
+ * Component NAME of directory FD, opened with FLAGS (O_DIRECTORY for a
+ * directory).  A symbolic link is followed here, by the sticky-directory
+ * rule, never by the kernel; but for the links of /proc, which stand for
+ * open files (/dev/stdin, -i <(command)) and are in no sticky directory.
  */
 static int
 walk_component(int fd, const char *name, int flags, struct walk *w)
@@ -1122,9 +1175,14 @@ walk_component(int fd, const char *name, int flags, struct walk *w)
 	ssize_t len;
 	int sub, e;
 
-	sub = xopenat(fd, name, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (sub >= 0 || (errno != ENOTDIR && errno != ELOOP))
+	sub = xopenat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (sub >= 0) {
+		join_into(link, sizeof link, w->at, name);
+		memcpy(w->at, link, sizeof w->at);
 		return sub;
+	}
+	if (errno != ENOTDIR && errno != ELOOP)
+		return -1;
 	e = errno;
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISLNK(st.st_mode)) {
@@ -1137,9 +1195,13 @@ walk_component(int fd, const char *name, int flags, struct walk *w)
 	}
 	if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {
 		w->refused = 1;
+		w->owner = st.st_uid;
+		join_into(w->link, sizeof w->link, w->at, name);
 		errno = EACCES;
 		return -1;
 	}
+	if (in_procfs(fd))
+		return xopenat(fd, name, flags | O_CLOEXEC, 0);
 	if ((len = readlinkat(fd, name, link, sizeof link)) < 0)
 		return -1;
 	if ((size_t)len >= sizeof link) {
@@ -1151,10 +1213,10 @@ walk_component(int fd, const char *name, int flags, struct walk *w)
 }
 
 /*
- * Open directory PATH, relative to ATFD, one component at a time: the
- * sticky-directory rule applies to every link on the way, whatever
- * fs.protected_symlinks says (SPEC: Targets).  The last directory is opened
- * with FLAGS, the ones before it for search only.
+ * Open PATH, relative to ATFD (named W->at in messages), one component at
+ * a time: the sticky-directory rule applies to every link on the way,
+ * whatever fs.protected_symlinks says (SPEC: Targets).  The last component
+ * is opened with FLAGS, the directories before it for search only.
  */
 static int
 walk_dir(int atfd, const char *path, int flags, struct walk *w)
@@ -1169,15 +1231,17 @@ walk_dir(int atfd, const char *path, int flags, struct walk *w)
 	if ((p = strdup(path)) == NULL)
 		return -1;
 	s = p + strspn(p, "/");
+	if (*p == '/')
+		strcpy(w->at, "/");
 	fd = xopenat(atfd, *p == '/' ? "/" : ".", (*s == '\0' ? flags :
-	    O_SEARCH_DIR) | O_DIRECTORY | O_CLOEXEC, 0);
+	    O_SEARCH_DIR | O_DIRECTORY) | O_CLOEXEC, 0);
 	for (; fd >= 0 && *s != '\0'; s = next) {
 		next = s + strcspn(s, "/");
 		if (*next != '\0')
 			*next++ = '\0';
 		next += strspn(next, "/");
 		sub = walk_component(fd, s, *next == '\0' ? flags :
-		    O_SEARCH_DIR, w);
+		    O_SEARCH_DIR | O_DIRECTORY, w);
 		e = errno;
 		close(fd);
 		errno = e;
@@ -1190,7 +1254,7 @@ walk_dir(int atfd, const char *path, int flags, struct walk *w)
 static int
 open_dir_at(int atfd, const char *path, struct walk *w)
 {
-	return walk_dir(atfd, path, O_RDONLY, w);
+	return walk_dir(atfd, path, O_RDONLY | O_DIRECTORY, w);
 }
 
 /*
@@ -1223,13 +1287,16 @@ make_dir(int fd, const char *name)
 static int
 make_parents(int atfd, const char *path, struct walk *w)
 {
-	char *p, *s, *next;
+	char *p, *s, *next, at[PATH_MAX];
 	int fd, sub, flags;
 
+	memcpy(at, w->at, sizeof at);
 	if ((fd = open_dir_at(atfd, path, w)) >= 0 || errno != ENOENT)
 		return fd;
 	w->hops = 0;		/* the links of that try count no more */
-	if ((fd = walk_dir(atfd, *path == '/' ? "/" : ".", O_SEARCH_DIR, w)) < 0)
+	memcpy(w->at, at, sizeof at);
+	if ((fd = walk_dir(atfd, *path == '/' ? "/" : ".",
+	    O_SEARCH_DIR | O_DIRECTORY, w)) < 0)
 		return -1;
 	if ((p = strdup(path)) == NULL) {
 		close(fd);
@@ -1242,7 +1309,8 @@ make_parents(int atfd, const char *path, struct walk *w)
 			next = s + strlen(s);
 		if (*s == '\0')
 			continue;
-		flags = next[strspn(next, "/")] == '\0' ? O_RDONLY : O_SEARCH_DIR;
+		flags = (next[strspn(next, "/")] == '\0' ? O_RDONLY :
+		    O_SEARCH_DIR) | O_DIRECTORY;
 		if ((sub = walk_dir(fd, s, flags, w)) >= 0 || errno != ENOENT)
 			;
 		else if (make_dir(fd, s) < 0) {
@@ -1271,27 +1339,32 @@ fail_dir(const char *path, const char *display, const struct walk *w)
 		    (int)w->made, path, in > 0 ? (int)in : 1,
 		    in > 0 ? path : ".", strerror(errno));
 	if (w->refused)
-		fail(opt.target, "refusing to follow symbolic link in sticky"
-		    " world-writable directory (on the way to %s): %s",
-		    display, strerror(EACCES));
+		fail_planted(w->link, "following a link", w->owner, w->at);
 	if (tgt.linked)
 		fail(opt.target, "%s: %s", display, strerror(errno));
 	fail_errno(display);
 }
 
-/* Open directory PATH (relative to ATFD); DISPLAY names it in messages. */
+/*
+ * Open directory PATH (relative to ATFD: the current directory, or that of
+ * the target); a copy of DISPLAY names it in messages.
+ */
 static void
-enter_dir(int atfd, const char *path, char *display)
+enter_dir(int atfd, const char *path, const char *display)
 {
-	struct walk w = { 0, 0, 0, 0 };
-	int fd = opt.parents ? make_parents(atfd, path, &w) :
-	    open_dir_at(atfd, path, &w), e = errno;
+	struct walk w = { 0 };
+	char *shown;
+	int fd;
 
+	if (atfd != AT_FDCWD)
+		snprintf(w.at, sizeof w.at, "%s", tgt.dirpath);
 	/* Kept (for -t and --batch) even if it cannot be opened. */
-	if (display != tgt.dirpath)
-		free(tgt.dirpath);
-	tgt.dirpath = display;
-	errno = e;
+	if ((shown = strdup(display)) == NULL)
+		fail_errno(NULL);
+	free(tgt.dirpath);
+	tgt.dirpath = shown;
+	fd = opt.parents ? make_parents(atfd, path, &w) :
+	    open_dir_at(atfd, path, &w);
 	if (fd < 0)
 		fail_dir(path, display, &w);
 	if (tgt.dirfd >= 0)
@@ -1313,8 +1386,8 @@ static void
 check_protected_link(const struct stat *link)
 {
 	if (planted(link->st_uid, S_IWOTH))
-		fail(opt.target, "refusing to follow symbolic link in sticky"
-		    " world-writable directory: %s", strerror(EACCES));
+		fail_planted(join(tgt.dirpath, tgt.name), "following a link",
+		    link->st_uid, tgt.dirpath);
 }
 
 /*
@@ -1337,8 +1410,8 @@ check_protected_regular(void)
 	}
 	if (level == '0' || (level == '1' && !planted(tgt.st.st_uid, S_IWOTH)))
 		return;
-	fail(opt.target, "refusing to write to a file of another user in a"
-	    " sticky directory: %s", strerror(EACCES));
+	fail_planted(join(tgt.dirpath, tgt.name), "writing to a file",
+	    tgt.st.st_uid, tgt.dirpath);
 }
 
 static char *
@@ -1365,34 +1438,30 @@ read_link(const struct stat *st)
 static void
 check_proc_link(void)
 {
-#ifdef HAVE_PROCFS_MAGIC
-	struct statfs fs;
-
-	if (fstatfs(tgt.dirfd, &fs) == 0 && fs.f_type == HAVE_PROCFS_MAGIC)
+	if (in_procfs(tgt.dirfd))
 		fail(opt.target, "refusing to follow a link in /proc: it stands"
 		    " for an open file, which cannot be replaced");
-#endif
 }
 
 /* Move from a symbolic link to what it points to. */
 static void
 follow_link(const struct stat *st)
 {
-	char *link, *dir, *name;
+	char *link, *dir, *name, *shown;
 
 	check_proc_link();
 	check_protected_link(st);
 	tgt.linked = 1;
 	link = read_link(st);
 	split_path(link, &dir, &name);
-	if (strchr(link, '/') == NULL)
-		free(dir);
-	else if (*link == '/')
+	if (*link == '/')
 		enter_dir(AT_FDCWD, dir, dir);
-	else {
-		enter_dir(tgt.dirfd, dir, join(tgt.dirpath, dir));
-		free(dir);
+	else if (strchr(link, '/') != NULL) {
+		shown = join(tgt.dirpath, dir);
+		enter_dir(tgt.dirfd, dir, shown);
+		free(shown);
 	}
+	free(dir);
 	free(link);
 	free(tgt.name);
 	tgt.name = name;
@@ -1423,6 +1492,7 @@ resolve_target(void)
 		fail(opt.target, "not a regular file");
 	}
 	enter_dir(AT_FDCWD, dir, dir);
+	free(dir);
 	for (hops = 0;; hops++) {
 		if (names_dir(tgt.name))
 			fail(opt.target, "not a regular file");
@@ -2088,6 +2158,7 @@ copy_fd(int in, int out, const char *inname)
 static int
 open_input(void)
 {
+	struct walk w = { 0 };
 	int fd;
 
 	if (opt.input == NULL || strcmp(opt.input, "-") == 0) {
@@ -2097,8 +2168,11 @@ open_input(void)
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = xopenat(AT_FDCWD, opt.input, O_RDONLY | O_CLOEXEC, 0)) < 0)
+	if ((fd = walk_dir(AT_FDCWD, opt.input, O_RDONLY, &w)) < 0) {
+		if (w.refused)
+			fail_planted(w.link, "following a link", w.owner, w.at);
 		fail_errno(opt.input);
+	}
 	return fd;
 }
 
