@@ -272,27 +272,20 @@ teardown()
 	pw_teardown
 }
 
-@test "a link to a directory planted in a sticky directory is not followed on the way, whatever the sysctl" {
-	require_nobody
-	symlinks_sysctl_off
-	mkdir -m 1777 s
-	mkdir vdir
-	echo victim > vdir/conf
-	as_nobody ln -s "$WORK/vdir" s/evil
-	# The kernel alone follows it now: this test can fail.
-	run bash -c 'echo x >> s/evil/conf'
-	[ "$status" -eq 0 ] || fail "the kernel refused: this test proves nothing"
-	echo victim > vdir/conf
-	snapshot vdir/conf
+# Every form that opens a path, run by CALLER on what nobody planted: the
+# link s/evil -> vdir (CALLER's directory) is refused, vdir untouched.
+refused_forms()
+{
+	local form
+	local -a caller=("$@")
 	printf '%s\0' s/evil/conf s/evil/made >list
 	echo src >src
-	local form
 	# -i: the planted link must not lead root to read the victim either.
 	for form in "s/evil/conf" "-p s/evil/conf" "-p s/evil/new/conf" \
 	    "-l s/evil/conf" "-a s/evil/conf" "-t s/evil src" "--batch=list" \
 	    "-i s/evil/conf out" "-t . s/evil/conf"; do
 		# shellcheck disable=SC2086
-		run --separate-stderr "$PONYWRITE" $form < <(echo evil)
+		run --separate-stderr "${caller[@]}" "$PONYWRITE" $form < <(echo evil)
 		[ "$status" -ge 1 ] || fail "$form: followed the planted link (status 0)"
 		assert_stderr_has "ponywrite: s/evil: not following a link that nobody (65534) owns in the sticky directory s"
 		assert_untouched vdir/conf
@@ -300,11 +293,36 @@ teardown()
 		[ ! -e out ] && [ ! -e conf ] || fail "$form: read the victim"
 	done
 	# Deeper: a link of ours that leads through the planted one.
-	ln -s s/evil via
-	run --separate-stderr "$PONYWRITE" via/conf < <(echo evil)
+	run --separate-stderr "${caller[@]}" "$PONYWRITE" via/conf < <(echo evil)
 	assert_status 1
 	assert_stderr "ponywrite: s/evil: not following a link that nobody (65534) owns in the sticky directory s"
 	assert_untouched vdir/conf
+}
+
+@test "a link to a directory planted in a sticky directory is not followed on the way, whatever the sysctl, by root or another user" {
+	require_nobody
+	symlinks_sysctl_off
+	mkdir -m 1777 s
+	mkdir vdir
+	echo victim > vdir/conf
+	as_nobody ln -s "$WORK/vdir" s/evil
+	ln -s s/evil via
+	# The kernel alone follows it now: this test can fail.
+	run bash -c 'echo x >> s/evil/conf'
+	[ "$status" -eq 0 ] || fail "the kernel refused: this test proves nothing"
+	echo victim > vdir/conf
+	snapshot vdir/conf
+	refused_forms
+	# A second user (daemon), whose directory vdir is, run where it may
+	# write: the same with the sysctl at 0 and at 1.
+	chown -R daemon:daemon vdir
+	chown -h daemon:daemon via
+	chmod 0777 .
+	snapshot vdir/conf
+	refused_forms setpriv --reuid=daemon --regid=daemon --clear-groups --
+	sysctl -q -w fs.protected_symlinks=1
+	refused_forms setpriv --reuid=daemon --regid=daemon --clear-groups --
+	refused_forms
 	assert_no_litter
 }
 
