@@ -2876,26 +2876,6 @@ check_backup_name(void)
 }
 
 /*
- * The target: a mount point cannot be renamed over, nor a file with chattr
- * +i or +a; with BACKUP, -b's name is checked too.
- */
-static void
-check_replaceable(int backup)
-{
-	const char *why;
-
-	if (!tgt.exists)
-		return;
-	if (mount_point(tgt.name))
-		fail(opt.target, "is a mount point and cannot be replaced: %s",
-		    strerror(EBUSY));
-	if ((why = chattr_refusal(tgt.fd)) != NULL)
-		fail(opt.target, "is %s; cannot be replaced", why);
-	if (backup && opt.backup)
-		check_backup_name();
-}
-
-/*
  * Without a journal (ext2, ext4 without one) the block writes of a rename
  * may reach the disk in any order: freed old inode first, new name
  * later, and fsck removes a name that points to a free inode.  The old file
@@ -2940,6 +2920,39 @@ fail_nolink(void)
 	    strerror(e));
 }
 
+/* -b's link to the old file cannot be made (errno says why). */
+static _Noreturn void
+fail_link(void)
+{
+	/* Same directory: only a mount can be in between. */
+	if (errno == EXDEV)
+		fail(opt.target, "is a mount point and cannot be replaced: %s",
+		    strerror(errno));
+	if (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)
+		fail_nolink();
+	fail(opt.target, "cannot make backup: %s", strerror(errno));
+}
+
+/*
+ * -b where there are no hard links (exFAT, vfat): found before the command
+ * runs or the input is read, by making the link and removing it at once.
+ */
+static void
+probe_link(long max)
+{
+	hidden_name(bakname, tgt.name, opt.suffix, max);
+	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0) {
+		bakname[0] = '\0';
+		if (errno != ENOENT)	/* ENOENT: as in link_backup */
+			fail_link();
+		return;
+	}
+	/* Not removed: it is litter, removed on the way out. */
+	if (unlinkat(tgt.dirfd, bakname, 0) < 0)
+		fail(opt.target, "cannot make backup: %s", strerror(errno));
+	bakname[0] = '\0';
+}
+
 static void
 link_backup(void)
 {
@@ -2962,16 +2975,31 @@ link_backup(void)
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
 				return;
-			/* Same directory: only a mount can be in between. */
-			if (errno == EXDEV)
-				fail(opt.target, "is a mount point and cannot"
-				    " be replaced: %s", strerror(errno));
-			if (errno == EPERM || errno == ENOTSUP ||
-			    errno == EOPNOTSUPP)
-				fail_nolink();
-			fail(opt.target, "cannot make backup: %s",
-			    strerror(errno));
+			fail_link();
 		}
+}
+
+/*
+ * The target: a mount point cannot be renamed over, nor a file with chattr
+ * +i or +a; with BACKUP, -b's name is checked too, and that the file system
+ * has hard links.
+ */
+static void
+check_replaceable(int backup)
+{
+	long max;
+
+	const char *why;
+
+	if (!tgt.exists)
+		return;
+	if (mount_point(tgt.name))
+		fail(opt.target, "is a mount point and cannot be replaced: %s",
+		    strerror(EBUSY));
+	if ((why = chattr_refusal(tgt.fd)) != NULL)
+		fail(opt.target, "is %s; cannot be replaced", why);
+	if (backup && opt.backup && (max = check_backup_name()) != 0)
+		probe_link(max);
 }
 
 static int

@@ -160,6 +160,13 @@ LONG=$(printf '日%.0s' {1..82})ab
 	assert_stderr "ponywrite: m/t: cannot make backup: -b needs a hard link to the old file, which this file system (fuseblk) refused: Operation not permitted"
 	assert_untouched m/t
 	assert_no_litter m
+	# Found before anything is written: a command does not run.
+	run --separate-stderr "$PONYWRITE" -b m/t sh -c 'echo ran > ran; echo new'
+	assert_status 125
+	assert_stderr "ponywrite: m/t: cannot make backup: -b needs a hard link to the old file, which this file system (fuseblk) refused: Operation not permitted; target not replaced"
+	[ ! -e ran ] || fail "the command ran"
+	assert_untouched m/t
+	assert_no_litter m
 	# Without -b the replace works there.
 	run --separate-stderr "$PONYWRITE" m/t < <(echo new)
 	assert_status 0
