@@ -173,8 +173,17 @@ M("protected-symlinks-dirs-off", "walk_component",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
   "a directory link planted in /tmp by others is followed on the way", "links")
 M("walk-kernel-follows", "walk_component",
-  [("flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC", "flags | O_DIRECTORY | O_CLOEXEC")],
+  [("sub = xopenat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0);", "sub = xopenat(fd, name, flags | O_CLOEXEC, 0);")],
   "the kernel follows a directory link on the way, without the rule", "links")
+M("nojournal-options-unproven", "fs_plan",
+  [("if (strcmp(type, \"ext2\") == 0 || journal == 0)", "if (strcmp(type, \"ext2\") == 0)")],
+  "ext4 without a journal under options outside the allow-list keeps no link to the old file", "flush")
+M("input-kernel-follows", "open_input",
+  [("fd = walk_dir(AT_FDCWD, opt.input, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, opt.input, O_RDONLY | O_CLOEXEC, 0)")],
+  "-i follows a directory link planted in /tmp (root reads what it points to)", "links")
+M("nolink-found-late", "check_replaceable",
+  [("probe_link(max);", "(void)max;")],
+  "-b without hard links is found only after the command ran", "backup")
 M("keep-old-off", "keep_old", [("return tgt.plan == PLAN_NOJOURNAL;", "return 0;")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
 M("no-sync-nojournal-no-dirflush", "dir_flush", [("return opt.sync || (plan == PLAN_NOJOURNAL && exists);", "return opt.sync;")],
@@ -188,8 +197,8 @@ M("ifchanged-readonly-longer", "input_unchanged",
 M("case-duplicates-unchecked", "check_case_duplicates",
   [("if (j->state == READY && folds_case(j)) {", "if (0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
-M("nolink-message-bare", "link_backup",
-  [("\t\t\t\tfail_nolink();", "\t\t\t\t;")],
+M("nolink-message-bare", "fail_link",
+  [("\t\tfail_nolink();", "\t\t;")],
   "-b without hard links says only Operation not permitted", "backup")
 M("temp-name-255", "create_temp", [("long max = name_max();", "long max = NAME_MAX;")],
   "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
@@ -385,7 +394,7 @@ M("many-list-read-error-eof", "jobs_from_list", [("if (fd < 0 || r < 0)", "if (f
 M("p-message-bare", "fail_dir", [("if (w->made > 0)", "if (0)")],
   "-p that cannot make a directory names neither it nor its parent", "parents")
 M("p-reads-on-the-way", "make_parents",
-  [("flags = next[strspn(next, \"/\")] == '\\0' ? O_RDONLY : O_SEARCH_DIR;", "flags = O_RDONLY;")],
+  [("flags = (next[strspn(next, \"/\")] == '\\0' ? O_RDONLY :\n\t\t    O_SEARCH_DIR) | O_DIRECTORY;", "flags = O_RDONLY | O_DIRECTORY;")],
   "-p cannot pass a directory it may search but not read", "parents")
 M("caps-dropped", "keep_xattr",
   [("if (meta.uid == tgt.st.st_uid && meta.gid == tgt.st.st_gid)\n\t\treturn 1;", "")],
