@@ -58,33 +58,54 @@ teardown()
 # 82 three-byte characters and "ab": 248 bytes.
 LONG=$(printf '日%.0s' {1..82})ab
 
-@test "NTFS: a new file gets the mode the file system gives, as with >" {
-	mount_ntfs m
-	echo shell > m/by-shell
-	local want
-	want=$(stat -c %a m/by-shell)
-	run --separate-stderr "$PONYWRITE" m/new < <(echo new)
+# new_files_on DIR: every form that creates a file makes one on DIR, with
+# the mode the file system gives (as >), and an existing file is replaced.
+new_files_on()
+{
+	local m=$1 want
+	echo shell > "$m/by-shell"
+	want=$(stat -c %a "$m/by-shell")
+	run --separate-stderr "$PONYWRITE" "$m/new" < <(echo new)
 	assert_status 0
-	assert_content m/new $'new\n'
-	[ "$(stat -c %a m/new)" = "$want" ] || fail "mode $(stat -c %a m/new), > gives $want"
-	# And through the forms that create files: -p, -t, --batch, -l.
+	assert_content "$m/new" $'new\n'
+	[ "$(stat -c %a "$m/new")" = "$want" ] || fail "mode $(stat -c %a "$m/new"), > gives $want"
+	# And through the forms that create files: -p, -t, --batch, -l, -a, -b.
 	echo src > src
-	run --separate-stderr "$PONYWRITE" -p m/a/b/c < <(echo c)
+	run --separate-stderr "$PONYWRITE" -p "$m/a/b/c" < <(echo c)
 	assert_status 0
-	run --separate-stderr "$PONYWRITE" -t m/a src
+	run --separate-stderr "$PONYWRITE" -t "$m/a" src
 	assert_status 0
-	printf '%s\0' m/batched src > list
+	printf '%s\0' "$m/batched" src > list
 	run --separate-stderr "$PONYWRITE" --batch=list
 	assert_status 0
-	run --separate-stderr "$PONYWRITE" -l m/locked < <(echo l)
+	run --separate-stderr "$PONYWRITE" -l "$m/locked" < <(echo l)
 	assert_status 0
-	assert_content m/a/src $'src\n'
-	assert_content m/batched $'src\n'
+	run --separate-stderr "$PONYWRITE" -a "$m/appended" < <(echo a)
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -b "$m/backed" < <(echo b)
+	assert_status 0
+	assert_content "$m/a/b/c" $'c\n'
+	assert_content "$m/a/src" $'src\n'
+	assert_content "$m/batched" $'src\n'
+	assert_content "$m/locked" $'l\n'
+	assert_content "$m/appended" $'a\n'
+	assert_content "$m/backed" $'b\n'
+	[ ! -e "$m/backed~" ] || fail "a backup of nothing was made"
 	# An existing file keeps what it has.
-	run --separate-stderr "$PONYWRITE" m/new < <(echo newer)
+	run --separate-stderr "$PONYWRITE" "$m/new" < <(echo newer)
 	assert_status 0
-	assert_content m/new $'newer\n'
-	assert_no_litter m
+	assert_content "$m/new" $'newer\n'
+	assert_no_litter "$m"
+}
+
+@test "NTFS: a new file gets the mode the file system gives, as with >, by every form" {
+	mount_ntfs m
+	new_files_on m
+}
+
+@test "exFAT: a new file gets the mode the file system gives, as with >, by every form" {
+	mount_exfat m
+	new_files_on m
 }
 
 @test "NTFS: -m that the file system cannot keep fails, naming the file system" {
