@@ -54,7 +54,7 @@ ci:
 	if [ "$(CI_KEEP)" = 1 ]; then echo "make ci: kept $$d"; else rm -rf "$$d"; fi; \
 	exit $$s
 
-# Everything CI runs a sample of, in full (about an hour, root).
+# Everything CI runs a sample of, in full (about two hours, root).
 longcheck:
 	tests/longcheck
 
