@@ -320,16 +320,21 @@ load features_helpers
 	require_cmd strace
 	echo old > t
 	echo new > in
-	# Hold ponywrite just after it links the old file under a hidden name;
-	# meanwhile TARGET~ becomes another name of that same file.
-	strace -qq -o /dev/null -e trace=linkat -e inject=linkat:delay_exit=1000000 \
+	# Hold ponywrite just after it links the old file under a hidden name
+	# (the second link: the first proves the file system has hard links and
+	# is removed at once); meanwhile TARGET~ becomes another name of that
+	# same file.  The held link is the one seen twice, 50 ms apart.
+	strace -qq -o /dev/null -e trace=linkat -e inject=linkat:delay_exit=1000000:when=2 \
 	    "$PONYWRITE" -b -i in t 2>err &
 	pid=$!
+	local seen='' now
 	for _ in $(seq 100); do
-		[ -n "$(find . -name '.t~.*')" ] && break
-		sleep 0.02
+		now=$(find . -name '.t~.*')
+		[ -n "$now" ] && [ "$now" = "$seen" ] && break
+		seen=$now
+		sleep 0.05
 	done
-	[ -n "$(find . -name '.t~.*')" ] || fail "no hidden link appeared"
+	[ -n "$now" ] && [ "$now" = "$seen" ] || fail "no hidden link held"
 	ln t t~
 	wait "$pid" || fail "ponywrite failed: $(cat err)"
 	assert_content t $'new\n'
