@@ -42,7 +42,8 @@ load features_helpers
 	run --separate-stderr "$PONYWRITE" -b -m 0600 t < <(printf 'new\n')
 	assert_status 0
 	# Only the link count may differ: t no longer names the old inode.
-	[ "$(describe 't~')" = "$before" ] || fail "t~: $(describe 't~'), was $before"
+	describe 't~'
+	[ "$PW_DESC" = "$before" ] || fail "t~: $PW_DESC, was $before"
 	assert_mode t 600
 	assert_no_litter
 }

@@ -591,6 +591,19 @@ PY
 	assert_stderr "ponywrite: stdout: Bad file descriptor"
 }
 
+# same_sparse IN OUT: OUT holds IN's data in at most 16 blocks of 512 bytes
+# (IN's data is in its first and last 4 KiB): every other byte of OUT is a
+# hole and reads as zero, as in IN.  Reading the GiBs of zeros is not needed.
+same_sparse()
+{
+	local size blocks
+	size=$(stat -c %s "$1")
+	blocks=$(stat -c %b "$2")
+	[ "$blocks" -le 16 ] || fail "$2: holes filled: $blocks blocks of 512 bytes"
+	cmp -n 4096 "$1" "$2" || fail "$2: the first 4 KiB differ"
+	cmp -i $((size - 4096)) "$1" "$2" || fail "$2: the last 4 KiB differ"
+}
+
 @test "a sparse input file stays sparse: a 2 GiB hole fits a 64 MiB file system (root)" {
 	mount_ext4 m 64
 	truncate -s 2G sparse
@@ -601,15 +614,14 @@ PY
 	assert_status 0
 	assert_quiet
 	[ "$(stat -c %s m/t)" -eq $((2 * 1024 * 1024 * 1024)) ] || fail "size $(stat -c %s m/t)"
-	cmp sparse m/t || fail "content differs"
-	[ "$(stat -c %b m/t)" -lt 1024 ] || fail "holes filled: $(stat -c %b m/t) blocks"
+	same_sparse sparse m/t
 	# From standard input too, and a trailing hole.
 	truncate -s 1G sparse2
 	printf x > sparse2.tmp && dd if=sparse2.tmp of=sparse2 conv=notrunc status=none
 	run --separate-stderr "$PONYWRITE" m/t2 < sparse2
 	assert_status 0
-	cmp sparse2 m/t2 || fail "content differs"
-	[ "$(stat -c %b m/t2)" -lt 1024 ] || fail "holes filled: $(stat -c %b m/t2) blocks"
+	[ "$(stat -c %s m/t2)" -eq $((1024 * 1024 * 1024)) ] || fail "size $(stat -c %s m/t2)"
+	same_sparse sparse2 m/t2
 	assert_no_litter m lost+found
 }
 

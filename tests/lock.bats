@@ -515,7 +515,7 @@ hold_forever()
 	echo old > t
 	snapshot t
 	hold_forever t
-	for w in 0.9999999 1.9999999 0.0000001 0.5000000001; do
+	for w in 0.9999999 0.0000001 0.5000000001; do
 		run --separate-stderr timeout 10 "$PONYWRITE" -w "$w" t 8<&- < <(echo new)
 		assert_status 1
 		assert_stderr "ponywrite: t: lock is busy: gave up after $w seconds (-w)"
