@@ -416,10 +416,10 @@ forwarded()
 
 @test "a background process of the command cannot write into the committed target" {
 	echo old > t
-	run --separate-stderr "$PONYWRITE" t sh -c 'echo main; (sleep 1; echo late) & exit 0'
+	run --separate-stderr "$PONYWRITE" t sh -c 'echo main; (sleep 0.3; echo late) & exit 0'
 	assert_status 0
 	assert_content t $'main\nlate\n'
-	sleep 1.2
+	sleep 0.4
 	assert_content t $'main\nlate\n'
 	assert_no_litter
 }
