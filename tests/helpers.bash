@@ -83,27 +83,18 @@ pw_setup()
 	PW_MOUNTS=()
 	PW_PID=
 	PW_PREFIX=()
+	mkdir "$WORK"
 	if [ "$EUID" -eq 0 ]; then
-		# Let tests drop to nobody: make the way down to WORK searchable.
-		# bats made it under its umask: when that lets others search, only
-		# the run's own directory (mktemp, 0700) needs it, once a run.  A
-		# test's setup runs 444 times a suite; a process costs 10 ms.
-		local um d="$WORK"
+		# Let tests drop to nobody: make the way down to WORK searchable
+		# (one chmod: a test's setup runs 444 times a suite).
+		local d="$WORK"
 		local -a way=()
-		umask >"$BATS_TEST_TMPDIR/.umask" && read -r um <"$BATS_TEST_TMPDIR/.umask"
-		if ((8#${um:-777} & 1)) || [ ! -e "$BATS_RUN_TMPDIR/.searchable" ]; then
-			while [ "$d" != "$BATS_RUN_TMPDIR" ] && [ "$d" != / ]; do
-				way+=("$d")
-				d=${d%/*}
-			done
-			[ "$d" = / ] || way+=("$d")
-			mkdir "$WORK" && chmod o+x "${way[@]}" &&
-			    : >"$BATS_RUN_TMPDIR/.searchable"
-		else
-			mkdir "$WORK"
-		fi
-	else
-		mkdir "$WORK"
+		while [ "$d" != "$BATS_RUN_TMPDIR" ] && [ "$d" != / ]; do
+			way+=("$d")
+			d=${d%/*}
+		done
+		[ "$d" = / ] || way+=("$d")
+		chmod o+x "${way[@]}"
 	fi
 	cd "$WORK" || return 1
 	umask 022
