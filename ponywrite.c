@@ -2578,9 +2578,15 @@ apply_metadata(int fd)
  *	PLAN_FUSE	no row: a FUSE server may not pass syncfs or a
  *			directory's fsync on, but does a file's; the renamed
  *			file is flushed after its rename too.
+ *	PLAN_FILELOG	one file: the fsync of a renamed file logs its data
+ *			and its new name in one log commit (btrfs's log tree),
+ *			so the data is only waited for before the rename, and
+ *			the file is flushed after it instead of its directory.
+ *			Not with -b (TARGET~ is named in the directory only),
+ *			not in a batch (a flush per file; syncfs is one).
  */
 enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
-    PLAN_NOJOURNAL = 8 };
+    PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16 };
 
 static const struct fsplan {
 	const char *type;		/* as /proc/self/mountinfo names it */
@@ -2594,7 +2600,7 @@ static const struct fsplan {
 	    "data=ordered" },
 	{ "xfs", PLAN_ORDERED | PLAN_SYNCFS, "rw ro attr2 inode64 logbufs= "
 	    "logbsize= noquota" },
-	{ "btrfs", PLAN_SYNCFS, "rw ro ssd discard=async nodiscard "
+	{ "btrfs", PLAN_SYNCFS | PLAN_FILELOG, "rw ro ssd discard=async nodiscard "
 	    "space_cache=v2 subvolid= subvol=" },
 };
 
@@ -2716,16 +2722,17 @@ mount_of(int fd, char *type, size_t tn, char *opts, size_t on)
 }
 
 /*
- * The plan for the file system FD is on, from its type and super options.
+ * The plan for the file system FD is on, from its type and super options;
+ * PLAN_FILELOG only ALONE, where the target's is the only name to change.
  * Without a journal (ext2, or ext3/ext4 whose sysfs says "<none>") the
  * old file stays linked whatever the options: that is the safe sequence
  * and one link more, never less.
  */
 static int
-fs_plan(int fd)
+fs_plan(int fd, int alone)
 {
 	char type[64], opts[1024];
-	int journal = 1;
+	int journal = 1, no = 0;
 	size_t i;
 
 	if (!mount_of(fd, type, sizeof type, opts, sizeof opts))
@@ -2740,27 +2747,30 @@ fs_plan(int fd)
 		return PLAN_NOJOURNAL;
 	if (journal < 0)
 		return PLAN_SAFE;
+#if !defined(HAVE_SYNC_FILE_RANGE) || !defined(HAVE_EXT4_MAGIC)
+	alone = 0;			/* no data wait: fsync, as elsewhere */
+	no |= PLAN_ORDERED;
+#endif
+	if (!alone)
+		no |= PLAN_FILELOG;
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
 		    options_proven(opts, fsplans[i].options))
-#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-			return fsplans[i].plan;
-#else
-			return fsplans[i].plan & ~PLAN_ORDERED;
-#endif
+			return fsplans[i].plan & ~no;
 	return PLAN_SAFE;
 }
 
 /*
  * PLAN_ORDERED: the data, written and waited for, is enough: the directory
  * flush after the rename commits the new inode and its name in one journal
- * commit (with --no-sync, the next commit does).  Elsewhere: fsync.
+ * commit (with --no-sync, the next commit does).  PLAN_FILELOG: the same,
+ * with the file's flush after the rename.  Elsewhere: fsync.
  */
 static int
 flush_data(int fd, int plan)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	if (plan & PLAN_ORDERED) {
+	if (plan & (PLAN_ORDERED | PLAN_FILELOG)) {
 		if (sync_range(fd, 0, 0, SYNC_RANGE_WAIT) == 0)
 			return 0;
 		if (errno != ENOSYS)
@@ -3040,7 +3050,7 @@ rename_over(char *tmp)
 /*
  * The rename durable: its directory flushed, and where a FUSE server may not
  * pass that on, the renamed file too (the server's fsync of it commits the
- * rename on the file system underneath).
+ * rename on the file system underneath).  PLAN_FILELOG: the file only.
  */
 static int
 flush_named(int dirfd, const char *name)
@@ -3062,6 +3072,8 @@ flush_named(int dirfd, const char *name)
 static int
 flush_rename(int dirfd, const char *name, int plan)
 {
+	if (plan & PLAN_FILELOG)
+		return flush_named(dirfd, name);
 	if (flush_fd(dirfd) < 0)
 		return -1;
 	return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;
@@ -3136,9 +3148,14 @@ commit(int fd)
 		status = late;
 	if (dir_flush(tgt.plan, tgt.exists) && flush_rename(tgt.dirfd, tgt.name,
 	    tgt.plan) < 0) {
-		warnx(opt.target, "replaced, but flushing directory %s failed:"
-		    " %s; the new content may not survive a crash",
-		    tgt.dirpath, strerror(errno));
+		if (tgt.plan & PLAN_FILELOG)
+			warnx(opt.target, "replaced, but flushing it failed:"
+			    " %s; the new content may not survive a crash",
+			    strerror(errno));
+		else
+			warnx(opt.target, "replaced, but flushing directory %s"
+			    " failed: %s; the new content may not survive a"
+			    " crash", tgt.dirpath, strerror(errno));
 		keep_old_link(opt.target, tgt.dirpath, bakname);
 		return late;
 	}
@@ -3333,7 +3350,7 @@ resolve_job(struct job *j)
 	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
-		j->plan = fs_plan(j->dirfd);
+		j->plan = fs_plan(j->dirfd, 0);
 	tgt.dirfd = -1;
 }
 
@@ -3810,7 +3827,7 @@ main(int argc, char *argv[])
 		return replace_many();
 	resolve_target();
 	check_dir();
-	tgt.plan = fs_plan(tgt.dirfd);
+	tgt.plan = fs_plan(tgt.dirfd, !opt.backup);
 	if (opt.lock)
 		lock_target();
 	else

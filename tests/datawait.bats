@@ -314,7 +314,7 @@ plan_faked()
 @test "syncfs in a batch only where the kernel reports write-back errors through it (5.8 on; uname faked)" {
 	build_uname_shim
 	mount_fs btrfs m -f
-	[ "$(plan_of m)" = syncfs ] || skip "a fresh btrfs here gets the $(plan_of m) plan"
+	[ "$(plan_of m)" = filelog ] || skip "a fresh btrfs here gets the $(plan_of m) plan"
 	mkdir -p m/d s
 	printf 'old a\n' > m/d/a
 	printf 'new a\n' > s/a

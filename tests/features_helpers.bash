@@ -18,17 +18,20 @@
 #                        rename*, fds shown as <path>; status in $status
 #   count_in_trace RE    how many TRACE lines match the extended regex RE
 #   trace_events         TRACE as words: flush-temp wait-temp flush-dir rename:NAME ...
-#   plan_of [DIR]        the flush plan for DIR's file system: ordered, syncfs,
-#                        fuse, nojournal (ext2, ext3/ext4 without a journal,
-#                        whatever the options) or safe (the allow-list, read
-#                        independently)
-#   dir_flushes [--no-sync] [DIR]   flushes of DIR after an old file is replaced
+#   plan_of [DIR]        the flush plan for DIR's file system: ordered,
+#                        filelog (btrfs: one file waited for, renamed, then
+#                        flushed itself, not its directory, except with -b; a
+#                        batch makes one syncfs), fuse, nojournal (ext2,
+#                        ext3/ext4 without a journal, whatever the options) or
+#                        safe (the allow-list, read independently)
+#   dir_flushes [--no-sync] [DIR]   flushes after an old file in DIR is
+#                        replaced (of DIR, or of the file where filelog)
 #   replaced_events [--no-sync] NAME [WORD [DIR]]   trace_events from its rename on
 #   kept_links DIR NAME...   the hidden links of old files kept and named
-#   temp_step [DIR]      the word for what makes the temporary file's data safe
+#   temp_step [-b] [DIR] the word for what makes the temporary file's data safe
 #                        before the rename on DIR's file system: wait-temp
-#                        (sync_file_range) where the plan is ordered,
-#                        flush-temp (fsync) elsewhere
+#                        (sync_file_range) where the plan is ordered or
+#                        filelog (not with -b), flush-temp (fsync) elsewhere
 
 BG_REAPER=
 BG_ERR=
@@ -206,7 +209,7 @@ plan_of()
 	ext4) plan=ordered allowed="rw ro errors= commit= data=ordered data=writeback data=journal noauto_da_alloc nodelalloc nodioread_nolock" ;;
 	ext3) plan=ordered allowed="rw ro errors= commit= data=ordered" ;;
 	xfs) plan=ordered allowed="rw ro attr2 inode64 logbufs= logbsize= noquota" ;;
-	btrfs) plan=syncfs allowed="rw ro ssd discard=async nodiscard space_cache=v2 subvolid= subvol=" ;;
+	btrfs) plan=filelog allowed="rw ro ssd discard=async nodiscard space_cache=v2 subvolid= subvol=" ;;
 	*) echo safe; return ;;
 	esac
 	for o in ${opts//,/ }; do
@@ -220,14 +223,19 @@ plan_of()
 
 temp_step()
 {
-	if [ "$(plan_of "${1:-.}")" = ordered ]; then echo wait-temp; else echo flush-temp; fi
+	local b=
+	[ "${1:-}" = -b ] && { b=1; shift; }
+	case $(plan_of "${1:-.}")/$b in
+	ordered/* | filelog/) echo wait-temp ;;
+	*) echo flush-temp ;;
+	esac
 }
 
 # dir_flushes [--no-sync] [DIR]: how many times DIR (default .) is flushed
-# after an old file in it is replaced: once, none with --no-sync; without a
-# journal (plan_of nojournal) twice either way, as the old file stays linked
-# under a hidden name until the new name is on disk, and the link's removal
-# is flushed too.
+# after an old file in it is replaced (where the plan is filelog, the file
+# instead of DIR): once, none with --no-sync; without a journal (plan_of
+# nojournal) twice either way, as the old file stays linked under a hidden
+# name until the new name is on disk, and the link's removal is flushed too.
 dir_flushes()
 {
 	local sync=1
@@ -241,16 +249,19 @@ dir_flushes()
 
 # replaced_events [--no-sync] NAME [WORD [DIR]]: the trace_events words from
 # the rename on, when the old NAME in DIR (default .) is replaced:
-# rename:NAME and WORD (default flush-dir) dir_flushes times.
+# rename:NAME and WORD (default flush-dir) dir_flushes times; where the plan
+# is filelog, flush:DIR/NAME once instead.
 replaced_events()
 {
-	local out n
+	local out n word=${2:-flush-dir} path
 	local -a ns=()
 	[ "$1" = --no-sync ] && { ns=(--no-sync); shift; }
-	out="rename:$1"
+	out="rename:$1" path=$1
+	[ "${3:-.}" = . ] || path=$3/$1
+	[ "$(plan_of "${3:-.}")" != filelog ] || word=flush:$path
 	n=$(dir_flushes "${ns[@]}" "${3:-.}")
 	while [ "$n" -gt 0 ]; do
-		out+=" ${2:-flush-dir}"
+		out+=" $word"
 		n=$((n - 1))
 	done
 	echo "$out"

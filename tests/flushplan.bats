@@ -195,10 +195,26 @@ link_trace()
 	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
 }
 
-@test "btrfs: one file fsync'd; a batch written back, one syncfs, one directory flush" {
+# btrfs logs a renamed file's data and new name in one log commit when the
+# file is flushed: one file is waited for, renamed, then flushed itself (2
+# device flushes instead of 4, block level).  Not with -b (TARGET~ is named
+# in the directory only) and not in a batch (a flush per file).
+@test "btrfs: one file waited for and flushed after its rename; -b and a batch as before" {
 	mount_fs btrfs m -f
 	on_fs m
-	expect syncfs m "fsync-temp rename fsync:m/d" "start*2 syncfs rename*2 fsync:m/d"
+	expect filelog m "wait rename fsync:m/d/t" "start*2 syncfs rename*2 fsync:m/d"
+	plan -b -i s/b m/d/t
+	assert_status 0
+	[ "$PLAN" = "fsync-temp rename*2 fsync:m/d" ] || fail "-b: '$PLAN' ($TRACE)"
+	assert_content m/d/t $'new b\n'
+	assert_content 'm/d/t~' $'new a\n'
+	plan --no-sync -i s/a m/d/t
+	assert_status 0
+	[ "$PLAN" = "wait rename" ] || fail "--no-sync: '$PLAN' ($TRACE)"
+	plan -i s/b m/d/new
+	assert_status 0
+	[ "$PLAN" = "wait rename fsync:m/d/new" ] || fail "a new file: '$PLAN' ($TRACE)"
+	assert_no_litter m/d
 }
 
 @test "btrfs ssd_spread (begins like the proven ssd, is not it): each new file flushed" {

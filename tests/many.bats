@@ -315,7 +315,7 @@ pairs()
 # expect_plan DIR ORDERED SYNCFS [SAFE [NOJOURNAL]]: the plan expected on
 # DIR's file system by the allow-list (plan_of): ORDERED where the journal
 # orders data (ext4 with a journal, XFS, with proven options), SYNCFS where
-# only one syncfs is proven (btrfs), SAFE elsewhere (each new file flushed;
+# only one syncfs is proven (btrfs: plan_of filelog, a batch's syncfs), SAFE elsewhere (each new file flushed;
 # SAFE defaults to SYNCFS with its "start*N syncfs" as "fsync-temp*N"),
 # NOJOURNAL without a journal (default SAFE).
 expect_plan()
@@ -323,7 +323,7 @@ expect_plan()
 	local want
 	case $(plan_of "$1") in
 	ordered) want=$2 ;;
-	syncfs) want=$3 ;;
+	filelog) want=$3 ;;
 	*) want=${4-$(sed -E 's/start(\*[0-9]+)? syncfs/fsync-temp\1/' <<<"$3")} ;;
 	esac
 	[ "$(plan_of "$1")" != nojournal ] || want=${5-$want}
@@ -417,7 +417,7 @@ expect_plan()
 	require_cmd strace
 	three
 	snapshot d/a d/b
-	if [ "$(plan_of d)" != syncfs ]; then
+	if [ "$(plan_of d)" != filelog ]; then
 		local call=sync_file_range
 		[ "$(plan_of d)" = ordered ] || call=fsync
 		run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj" \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # --no-sync: ordering only.  The temporary file's data is still made safe
-# before the rename (so a crash leaves old or new): fsync, or on XFS and ext4
-# with a journal sync_file_range (temp_step); the directory flush is skipped.
+# before the rename (so a crash leaves old or new): fsync, or on XFS, ext4
+# with a journal and btrfs sync_file_range (temp_step); the flush after the
+# rename is skipped.
 
 load helpers
 load features_helpers
@@ -144,7 +145,7 @@ $TRACE"
 	local dir=
 	[ "$(plan_of)" != nojournal ] || dir=" flush-dir"
 	case $events in
-	"$(temp_step) rename:t~ rename:t$dir" | "$(temp_step) rename:t rename:t~$dir") ;;
+	"$(temp_step -b) rename:t~ rename:t$dir" | "$(temp_step -b) rename:t rename:t~$dir") ;;
 	*) fail "got: $events
 $TRACE" ;;
 	esac
@@ -195,6 +196,7 @@ $TRACE" ;;
 	case $events in
 	"flush-dir flush:a flush:a/b/."*" rename:t flush:a/b") ;;
 	"flush-dir flush:a wait:a/b/."*" rename:t flush:a/b") ;;
+	"flush-dir flush:a wait:a/b/."*" rename:t flush:a/b/t") ;; # filelog
 	*) fail "got: $events
 $TRACE" ;;
 	esac

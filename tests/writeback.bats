@@ -247,9 +247,11 @@ $TRACE"
 	assert_sequence m wait-temp
 }
 
-@test "btrfs: fsync of the file (a directory fsync there does not carry the data)" {
+# A directory fsync there does not carry the data; the file's fsync after
+# its rename carries both.
+@test "btrfs: sync_file_range before the rename, the file flushed after it" {
 	mount_fs btrfs m
-	assert_sequence m flush-temp
+	assert_sequence m wait-temp "rename:t flush:t"
 }
 
 @test "XFS: sync_file_range EIO before the rename: exit 1, target untouched" {
