@@ -424,3 +424,36 @@ M("many-flush-quadratic", "flush_new_files",
 M("many-empty-t", "many_options",
   [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\tusage_hint(\"-t needs a directory name\");", "")],
   "-t '' writes NAME at the root", "usage")
+
+# --- the kinds of fault issue 37 found make test blind to: a flag dropped
+# from a system call, an errno test narrowed, a version test off by one, a
+# file's identity taken from one field, per-target state not reset
+M("data-wait-no-wait-before", "flush_data",
+  [("sync_range(fd, 0, 0, SYNC_RANGE_WAIT)",
+    "sync_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER)")],
+  "the data wait without WAIT_BEFORE: a page under write-back and dirtied"
+  " again may not be written before the rename", "flush")
+M("write-behind-no-wait-before", "write_behind",
+  [("SYNC_RANGE_WAIT) < 0)) {", "SYNC_FILE_RANGE_WAIT_AFTER) < 0)) {")],
+  "a write-behind window waited for without WAIT_BEFORE|WRITE", "writeback")
+M("data-wait-enospc-falls-back", "flush_data",
+  [("if (errno != ENOSYS)\n\t\t\treturn -1;", "if (errno == EIO)\n\t\t\treturn -1;")],
+  "ENOSPC or EDQUOT from the data wait is taken for \"no sync_file_range\":"
+  " fsync then may succeed on pages the kernel dropped", "flush")
+M("write-behind-enospc-stops", "write_behind",
+  [("if (errno != ENOSYS)\n\t\t\t\tfail_write();", "if (errno == EIO)\n\t\t\t\tfail_write();")],
+  "ENOSPC from a write-behind window silently stops the windows", "writeback")
+M("syncfs-version-from-5-9", "syncfs_reports",
+  [("minor >= 8", "minor > 8")],
+  "Linux 5.8 taken for a kernel whose syncfs reports no write-back errors", "many")
+M("syncfs-version-from-5-7", "syncfs_reports",
+  [("minor >= 8", "minor >= 7")],
+  "Linux 5.7 taken for one whose syncfs reports write-back errors", "many")
+M("same-file-inode-only", "same_file",
+  [("a->st_dev == b->st_dev && a->st_ino == b->st_ino", "a->st_ino == b->st_ino")],
+  "two files are taken for one when their inode numbers match on two"
+  " file systems", "links")
+M("pathonly-carried-over", "load_job",
+  [("tgt.regular = tgt.pathonly = 0;", "tgt.regular = 0;")],
+  "in a batch, a target after one the caller cannot read is taken as"
+  " unreadable too", "ifchanged")
