@@ -3050,7 +3050,7 @@ rename_over(char *tmp)
 /*
  * The rename durable: its directory flushed, and where a FUSE server may not
  * pass that on, the renamed file too (the server's fsync of it commits the
- * rename on the file system underneath).  PLAN_FILELOG: the file only.
+ * rename on the file system underneath).
  */
 static int
 flush_named(int dirfd, const char *name)
@@ -3072,8 +3072,6 @@ flush_named(int dirfd, const char *name)
 static int
 flush_rename(int dirfd, const char *name, int plan)
 {
-	if (plan & PLAN_FILELOG)
-		return flush_named(dirfd, name);
 	if (flush_fd(dirfd) < 0)
 		return -1;
 	return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;
@@ -3136,8 +3134,12 @@ commit(int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
 	int status = 0;
+	/* PLAN_FILELOG: the new file, not its directory, flushed after its
+	   rename, through FD (its mode may not let it be opened again). */
+	int fileflush = dir_flush(tgt.plan, tgt.exists) &&
+	    (tgt.plan & PLAN_FILELOG);
 
-	if (close(fd) < 0)
+	if (!fileflush && close(fd) < 0)
 		fail_errno(opt.target);
 	/* A FUSE server hides a file still open when it is renamed over. */
 	if (tgt.fd >= 0 && !opt.lock) {
@@ -3146,16 +3148,16 @@ commit(int fd)
 	}
 	if (rename_over(tmpname) < 0)
 		status = late;
-	if (dir_flush(tgt.plan, tgt.exists) && flush_rename(tgt.dirfd, tgt.name,
-	    tgt.plan) < 0) {
-		if (tgt.plan & PLAN_FILELOG)
-			warnx(opt.target, "replaced, but flushing it failed:"
-			    " %s; the new content may not survive a crash",
-			    strerror(errno));
-		else
-			warnx(opt.target, "replaced, but flushing directory %s"
-			    " failed: %s; the new content may not survive a"
-			    " crash", tgt.dirpath, strerror(errno));
+	if (fileflush && (flush_fd(fd) < 0 || close(fd) < 0)) {
+		warnx(opt.target, "replaced, but flushing it failed: %s; the"
+		    " new content may not survive a crash", strerror(errno));
+		return late;
+	}
+	if (!fileflush && dir_flush(tgt.plan, tgt.exists) &&
+	    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0) {
+		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		    " %s; the new content may not survive a crash",
+		    tgt.dirpath, strerror(errno));
 		keep_old_link(opt.target, tgt.dirpath, bakname);
 		return late;
 	}

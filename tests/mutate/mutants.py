@@ -42,7 +42,7 @@ M("splice-error-ignored", "copy_fd",
 M("cfr-error-ignored", "copy_span",
   [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
   "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
-M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
+M("close-error-ignored", "commit", [("if (!fileflush && close(fd) < 0)", "if (!fileflush && close(fd) < -1)")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "rename_over",
   [("if (renameat(tgt.dirfd, tmp, tgt.dirfd, tgt.name) < 0) {",
@@ -60,10 +60,16 @@ M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
 M("no-dir-flush", "commit",
-  [("dir_flush(tgt.plan, tgt.exists) && flush_rename(tgt.dirfd, tgt.name,\n\t    tgt.plan) < 0", "0")],
+  [("!fileflush && dir_flush(tgt.plan, tgt.exists) &&\n\t    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0", "0")],
   "the directory is not flushed after the rename", "flush")
-M("dir-flush-status-0", "commit", [("return late;\n\t}", "return 0;\n\t}")],
+M("dir-flush-status-0", "commit",
+  [("keep_old_link(opt.target, tgt.dirpath, bakname);\n\t\treturn late;",
+    "keep_old_link(opt.target, tgt.dirpath, bakname);\n\t\treturn 0;")],
   "a failed directory flush exits 0 instead of 3", "status")
+M("file-flush-status-0", "commit",
+  [("new content may not survive a crash\", strerror(errno));\n\t\treturn late;",
+    "new content may not survive a crash\", strerror(errno));\n\t\treturn 0;")],
+  "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
   [("apply_metadata(fd);\n\tif (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));",
     "if (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
@@ -103,8 +109,8 @@ M("fuse-renamed-file-not-flushed", "flush_rename",
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
   [("(jobs[i].plan & PLAN_FUSE) &&", "0 &&")],
   "a FUSE batch does not flush the renamed files", "many")
-M("filelog-dir-flushed", "flush_rename",
-  [("\tif (plan & PLAN_FILELOG)\n\t\treturn flush_named(dirfd, name);\n", "")],
+M("filelog-dir-flushed", "commit",
+  [("int fileflush = dir_flush(tgt.plan, tgt.exists) &&\n\t    (tgt.plan & PLAN_FILELOG);", "int fileflush = 0;")],
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
