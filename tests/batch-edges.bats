@@ -4,7 +4,8 @@
 # the current directory, a close(2) error on a temporary file, --print-changed
 # with a standard output that cannot be written, a -b backup that cannot be
 # renamed into place, a list that cannot be read (a directory, EIO part-way),
-# --batch=- on a terminal, and -t with an empty directory name.  Errors are
+# --batch=- on a terminal, -t with an empty directory name, and -C after a
+# target the user cannot read.  Errors are
 # injected with strace; the calls to inject are found by a first traced run.
 
 # Single quotes keep the words of bash -c and sh -c literal on purpose;
@@ -55,6 +56,35 @@ ponywrite: m1/y: created"
 	[ "$(listing m1)" = "$(printf 'lost+found\nx\ny')" ] || fail "m1 holds: $(listing m1)"
 	[ "$(listing m2)" = "$(printf 'lost+found\nx\ny')" ] || fail "m2 holds: $(listing m2)"
 	assert_no_litter
+}
+
+# Whether the old file could be read is the target's own: a user's -C batch
+# after a target it cannot read (0200, written through an O_PATH descriptor)
+# still compares the next ones.
+@test "-C in a batch after a target the user cannot read (0200): the unchanged ones after it keep their inode and mtime" {
+	mkdir d s
+	printf 'old a\n' > d/a
+	chmod 0200 d/a
+	printf 'same b\n' > d/b
+	printf 'same c\n' > d/c
+	printf 'new a\n' > s/a
+	printf 'same b\n' > s/b
+	printf 'same c\n' > s/c
+	touch -d '2020-01-01 00:00' d/b d/c
+	unpriv_setup
+	snapshot d/b d/c
+	local ib ic
+	ib=$(inode d/b) ic=$(inode d/c)
+	run --separate-stderr unpriv "$PONYWRITE" -C --print-changed -t d s/a s/b s/c
+	assert_status 0
+	[ "$output" = d/a ] || fail "stdout: $output"
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	[ "$(inode d/b)" = "$ib" ] && [ "$(inode d/c)" = "$ic" ] ||
+	    fail "an unchanged target after the unreadable one was replaced"
+	assert_untouched d/b d/c
+	[ "$(stat -c %Y d/b)" = "$(date -d '2020-01-01 00:00' +%s)" ] || fail "d/b's mtime changed"
+	assert_mode d/a 0200
+	assert_no_litter d
 }
 
 @test "-C in a batch with targets outside the current directory: unchanged ones keep their inode, no temporary file anywhere" {
