@@ -5,8 +5,8 @@
 # with a standard output that cannot be written, a -b backup that cannot be
 # renamed into place, a list that cannot be read (a directory, EIO part-way),
 # --batch=- on a terminal, -t with an empty directory name, and -C after a
-# target the user cannot read.  Errors are
-# injected with strace; the calls to inject are found by a first traced run.
+# target the user cannot read.  Errors are injected with strace; the calls to
+# inject are found by a first traced run.
 
 # Single quotes keep the words of bash -c and sh -c literal on purpose;
 # $stderr is set by bats' run --separate-stderr.
