@@ -459,11 +459,12 @@ M("same-file-inode-only", "same_file",
   [("a->st_dev == b->st_dev && a->st_ino == b->st_ino", "a->st_ino == b->st_ino")],
   "two files are taken for one when their inode numbers match on two"
   " file systems", "links",
-  equivalent="both uses compare two names of one directory (TARGET~ and the"
-  " target; the lock file or the target, and what was opened by that name):"
-  " names of one directory on two file systems need a mount point, which is"
-  " refused before (mount_point); the batch's directories, where two file"
-  " systems do meet, are told apart by dir_slot (many-dir-inode-only)")
+  equivalent="both uses compare names of one directory (TARGET~ and the"
+  " target; -l's lock file or target and what was opened by that name a"
+  " moment before): another file system there means a mount point, refused"
+  " before (mount_point) or mounted between the two lookups; the batch's"
+  " directories, where two file systems do meet, are told apart by dir_slot"
+  " (many-dir-inode-only)")
 M("pathonly-carried-over", "load_job",
   [("tgt.regular = tgt.pathonly = 0;", "tgt.regular = 0;")],
   "in a batch, a target after one the caller cannot read is taken as"
