@@ -133,6 +133,7 @@ static struct {
 	int	 plan;			/* its file system's flush plan */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
+	char	*held[4];		/* resolving's own strings (hold) */
 } tgt = { .dirfd = -1, .fd = -1, .in = -1 };
 
 /* The new file's metadata. */
@@ -593,6 +594,35 @@ split_path(const char *path, char **dir, char **name)
 	}
 	if (*dir == NULL || *name == NULL)
 		fail_errno(NULL);
+}
+
+/*
+ * Strings that resolving a target allocates and frees before it returns are
+ * held in tgt meanwhile: a failure in a batch goes on with the next target
+ * (fail), and drop_job frees what it left.
+ */
+static char *
+hold(char *s)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++)
+		if (tgt.held[i] == NULL)
+			return tgt.held[i] = s;
+	return s;			/* not reached: follow_link holds 4 */
+}
+
+/* Done with S: freed, or kept (KEEP) by the caller. */
+static void
+unhold(char *s, int keep)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++)
+		if (tgt.held[i] == s)
+			tgt.held[i] = NULL;
+	if (!keep)
+		free(s);
 }
 
 /* Options. */
@@ -1452,17 +1482,20 @@ follow_link(const struct stat *st)
 	check_proc_link();
 	check_protected_link(st);
 	tgt.linked = 1;
-	link = read_link(st);
+	link = hold(read_link(st));
 	split_path(link, &dir, &name);
+	hold(dir);
+	hold(name);
 	if (*link == '/')
 		enter_dir(AT_FDCWD, dir, dir);
 	else if (strchr(link, '/') != NULL) {
-		shown = join(tgt.dirpath, dir);
+		shown = hold(join(tgt.dirpath, dir));
 		enter_dir(tgt.dirfd, dir, shown);
-		free(shown);
+		unhold(shown, 0);
 	}
-	free(dir);
-	free(link);
+	unhold(dir, 0);
+	unhold(link, 0);
+	unhold(name, 1);
 	free(tgt.name);
 	tgt.name = name;
 }
@@ -1486,13 +1519,14 @@ resolve_target(void)
 		fail_errno(opt.target);
 	}
 	split_path(opt.target, &dir, &tgt.name);
+	hold(dir);
 	if (names_dir(tgt.name)) {
 		if (stat(opt.target, &tgt.st) < 0)
 			fail_errno(opt.target);
 		fail(opt.target, "not a regular file");
 	}
 	enter_dir(AT_FDCWD, dir, dir);
-	free(dir);
+	unhold(dir, 0);
 	for (hops = 0;; hops++) {
 		if (names_dir(tgt.name))
 			fail(opt.target, "not a regular file");
@@ -3285,6 +3319,8 @@ load_job(struct job *j)
 static void
 drop_job(void)
 {
+	size_t i;
+
 	if (tgt.fd >= 0)
 		close(tgt.fd);
 	if (tgt.in > STDIN_FILENO)
@@ -3292,6 +3328,10 @@ drop_job(void)
 	if (jobfd >= 0)
 		close(jobfd);
 	tgt.fd = tgt.in = jobfd = -1;
+	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++) {
+		free(tgt.held[i]);
+		tgt.held[i] = NULL;
+	}
 }
 
 /* Step 1; the targets of one directory share one descriptor of it. */
