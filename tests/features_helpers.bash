@@ -253,10 +253,10 @@ dir_flushes()
 # is filelog, flush:DIR/NAME once instead.
 replaced_events()
 {
-	local out n word=${2:-flush-dir} path
+	local out n word path
 	local -a ns=()
 	[ "$1" = --no-sync ] && { ns=(--no-sync); shift; }
-	out="rename:$1" path=$1
+	out="rename:$1" path=$1 word=${2:-flush-dir}
 	[ "${3:-.}" = . ] || path=$3/$1
 	[ "$(plan_of "${3:-.}")" != filelog ] || word=flush:$path
 	n=$(dir_flushes "${ns[@]}" "${3:-.}")
