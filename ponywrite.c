@@ -3182,11 +3182,14 @@ commit(int fd)
 	}
 	if (rename_over(tmpname) < 0)
 		status = late;
-	if (fileflush && (flush_fd(fd) < 0 || close(fd) < 0)) {
+	if (fileflush && flush_fd(fd) < 0) {
 		warnx(opt.target, "replaced, but flushing it failed: %s; the"
 		    " new content may not survive a crash", strerror(errno));
+		close(fd);
 		return late;
 	}
+	if (fileflush)		/* flushed: a close error tells nothing more */
+		close(fd);
 	if (!fileflush && dir_flush(tgt.plan, tgt.exists) &&
 	    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
