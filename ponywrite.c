@@ -13,11 +13,13 @@
  *				writing large input behind in windows
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
  *	5. flush_temp		fsync the temporary file, or where the journal
- *				orders it (ext4, XFS) wait for its data
+ *				orders it (ext4, XFS) or its flush after the
+ *				rename carries it (btrfs) wait for its data
  *	6. commit		rename it over the target, fsync the directory
+ *				(on btrfs the renamed file)
  *
  * Any failure before step 6 removes the temporary file and leaves the target
- * as it was.  Only after the directory is flushed does ponywrite exit 0.
+ * as it was.  Only after that flush does ponywrite exit 0.
  */
 #define _GNU_SOURCE
 #define _FILE_OFFSET_BITS 64
