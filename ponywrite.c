@@ -2783,12 +2783,13 @@ fs_plan(int fd, int alone)
 		return PLAN_NOJOURNAL;
 	if (journal < 0)
 		return PLAN_SAFE;
-#if !defined(HAVE_SYNC_FILE_RANGE) || !defined(HAVE_EXT4_MAGIC)
-	alone = 0;			/* no data wait: fsync, as elsewhere */
-	no |= PLAN_ORDERED;
-#endif
+#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	if (!alone)
-		no |= PLAN_FILELOG;
+		no = PLAN_FILELOG;
+#else
+	(void)alone;			/* no data wait: fsync, as elsewhere */
+	no = PLAN_ORDERED | PLAN_FILELOG;
+#endif
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
 		    options_proven(opts, fsplans[i].options))
@@ -3169,14 +3170,17 @@ static int
 commit(int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
-	int status = 0;
+	int status = 0, r, e;
 	/* PLAN_FILELOG: the new file, not its directory, flushed after its
 	   rename, through FD (its mode may not let it be opened again). */
 	int fileflush = dir_flush(tgt.plan, tgt.exists) &&
 	    (tgt.plan & PLAN_FILELOG);
 
-	if (!fileflush && close(fd) < 0)
-		fail_errno(opt.target);
+	if (!fileflush) {
+		if (close(fd) < 0)
+			fail_errno(opt.target);
+		fd = -1;
+	}
 	/* A FUSE server hides a file still open when it is renamed over. */
 	if (tgt.fd >= 0 && !opt.lock) {
 		close(tgt.fd);
@@ -3184,15 +3188,17 @@ commit(int fd)
 	}
 	if (rename_over(tmpname) < 0)
 		status = late;
-	if (fileflush && flush_fd(fd) < 0) {
-		warnx(opt.target, "replaced, but flushing it failed: %s; the"
-		    " new content may not survive a crash", strerror(errno));
-		close(fd);
-		return late;
-	}
-	if (fileflush)		/* flushed: a close error tells nothing more */
-		close(fd);
-	if (!fileflush && dir_flush(tgt.plan, tgt.exists) &&
+	if (fd >= 0) {			/* fileflush */
+		r = flush_fd(fd);
+		e = errno;
+		close(fd);	/* after the flush a close error tells nothing */
+		if (r < 0) {
+			warnx(opt.target, "replaced, but flushing it failed: %s;"
+			    " the new content may not survive a crash",
+			    strerror(e));
+			return late;
+		}
+	} else if (dir_flush(tgt.plan, tgt.exists) &&
 	    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
