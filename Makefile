@@ -47,12 +47,13 @@ usercheck: ponywrite
 # temporary directory, as CI runs it: root, CI=true, no standard input.
 # Uncommitted changes are not in it.  CI_KEEP=1 keeps the clone.
 ci:
-	@d=$$(mktemp -d /var/tmp/ponywrite-ci.XXXXXX) && \
+	@d=$$(mktemp -d /var/tmp/ponywrite-ci.XXXXXX) || exit 2; \
+	if [ "$(CI_KEEP)" = 1 ]; then trap 'echo "make ci: kept $$d"' EXIT; \
+	else trap 'rm -rf --one-file-system "$$d"' EXIT; fi; \
+	trap 'exit 130' HUP INT TERM; \
 	git clone -q . "$$d/ponywrite" && \
 	echo "make ci: .ci/run on a clone of $$(git rev-parse --short HEAD) in $$d" && \
-	(cd "$$d/ponywrite" && CI=true .ci/run </dev/null); s=$$?; \
-	if [ "$(CI_KEEP)" = 1 ]; then echo "make ci: kept $$d"; else rm -rf "$$d"; fi; \
-	exit $$s
+	(cd "$$d/ponywrite" && CI=true .ci/run </dev/null)
 
 # Everything CI runs a sample of, in full (about two hours, root).
 longcheck:
