@@ -171,6 +171,7 @@ static struct job {
 	const char *source;
 	char	*dirpath, *name;	/* as in tgt */
 	int	 dirfd;			/* shared by the targets of a directory */
+	int	 fd;			/* the new file, kept for flush_fuse_renames */
 	size_t	 dir;			/* the first job in that directory */
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
@@ -786,7 +787,7 @@ add_job(const char *target, const char *source)
 	memset(j, 0, sizeof *j);
 	j->target = target;
 	j->source = source;
-	j->dirfd = -1;
+	j->dirfd = j->fd = -1;
 	stdins += strcmp(source, "-") == 0;
 	njobs++;		/* now the signal handler may look at it */
 }
@@ -3085,34 +3086,32 @@ rename_over(char *tmp)
 }
 
 /*
- * The rename durable: its directory flushed, and where a FUSE server may not
- * pass that on, the renamed file too (the server's fsync of it commits the
- * rename on the file system underneath).
+ * A batch's rename durable on FUSE, where the server may not pass the
+ * directory's flush on: the renamed file flushed too (the server's fsync of
+ * it commits the rename on the file system underneath), through FD if it was
+ * kept (prepare_job), else opened again by NAME.  FD is closed.  One file is
+ * flushed through the descriptor it was written with (commit).
  */
 static int
-flush_named(int dirfd, const char *name)
+flush_named(int dirfd, const char *name, int fd)
 {
-	int fd, r;
+	int r, e;
 
-	fd = xopenat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-	    O_CLOEXEC, 0);
+	if (fd < 0)
+		fd = xopenat(dirfd, name, O_RDONLY | O_NOFOLLOW |
+		    O_NONBLOCK | O_CLOEXEC, 0);
 	if (fd < 0 && errno == EACCES)
 		fd = xopenat(dirfd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK |
 		    O_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	r = flush_fd(fd);
+	e = errno;
 	close(fd);
+	errno = e;
 	return r;
 }
 
-static int
-flush_rename(int dirfd, const char *name, int plan)
-{
-	if (flush_fd(dirfd) < 0)
-		return -1;
-	return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;
-}
 
 /*
  * keep_old()'s link, once the new name is on disk: removed, and the
@@ -3171,10 +3170,14 @@ commit(int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
 	int status = 0, r, e;
-	/* PLAN_FILELOG: the new file, not its directory, flushed after its
-	   rename, through FD (its mode may not let it be opened again). */
-	int fileflush = dir_flush(tgt.plan, tgt.exists) &&
-	    (tgt.plan & PLAN_FILELOG);
+	int flush = dir_flush(tgt.plan, tgt.exists);
+	/* The rename made durable: by the directory's flush; PLAN_FILELOG:
+	   by the new file's instead; PLAN_FUSE: by both, as the server may
+	   not pass the directory's on (the file's commits the rename on the
+	   file system underneath).  The file is flushed through FD, kept
+	   open across the rename: its mode may not let it be opened again. */
+	int dirflush = flush && !(tgt.plan & PLAN_FILELOG);
+	int fileflush = flush && (tgt.plan & (PLAN_FILELOG | PLAN_FUSE));
 
 	if (!fileflush) {
 		if (close(fd) < 0)
@@ -3188,6 +3191,15 @@ commit(int fd)
 	}
 	if (rename_over(tmpname) < 0)
 		status = late;
+	if (dirflush && flush_fd(tgt.dirfd) < 0) {
+		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		    " %s; the new content may not survive a crash",
+		    tgt.dirpath, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		keep_old_link(opt.target, tgt.dirpath, bakname);
+		return late;
+	}
 	if (fd >= 0) {			/* fileflush */
 		r = flush_fd(fd);
 		e = errno;
@@ -3198,13 +3210,6 @@ commit(int fd)
 			    strerror(e));
 			return late;
 		}
-	} else if (dir_flush(tgt.plan, tgt.exists) &&
-	    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0) {
-		warnx(opt.target, "replaced, but flushing directory %s failed:"
-		    " %s; the new content may not survive a crash",
-		    tgt.dirpath, strerror(errno));
-		keep_old_link(opt.target, tgt.dirpath, bakname);
-		return late;
 	}
 	if (drop_old_link() < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
@@ -3514,6 +3519,15 @@ prepare_job(struct job *j)
 			sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
+		/* FUSE: flushed again after the renames, opened by name;
+		   one that its mode forbids its owner to open keeps its
+		   descriptor till then (only these: a descriptor each would
+		   not scale). */
+		if ((j->plan & PLAN_FUSE) && opt.sync &&
+		    !(meta.mode & (S_IRUSR | S_IWUSR))) {
+			j->fd = jobfd;
+			jobfd = -1;
+		}
 	}
 	if (jobfd >= 0 && close(jobfd) < 0) {
 		jobfd = -1;
@@ -3631,7 +3645,7 @@ rename_job(struct job *j)
 		jobs[j->dir].flushdir = 1;
 }
 
-/* On FUSE, each renamed file too (flush_rename); the directories are done. */
+/* On FUSE, each renamed file too (flush_named); the directories are done. */
 static int
 flush_fuse_renames(void)
 {
@@ -3639,8 +3653,11 @@ flush_fuse_renames(void)
 	int status = 0;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == REPLACED && (jobs[i].plan & PLAN_FUSE) &&
-		    flush_named(jobs[i].dirfd, jobs[i].name) < 0) {
+		if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {
+			if (jobs[i].fd >= 0)
+				close(jobs[i].fd);
+		} else if (flush_named(jobs[i].dirfd, jobs[i].name,
+		    jobs[i].fd) < 0) {
 			warnx(jobs[i].target, "replaced, but flushing it failed:"
 			    " %s; the new content may not survive a crash",
 			    strerror(errno));

@@ -246,6 +246,54 @@ link_trace()
 	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
 }
 
+# The same on FUSE: after the directory, each new file is flushed through
+# the descriptor it was written with where a user's -m 0 file would not let
+# it be opened again (a batch opens the others again by name).
+@test "FUSE, one file: flushed through its descriptor after the rename (a user's -m 0 file); a failed flush exits 3" {
+	require_cmd strace
+	mount_fs ext4 low -F
+	mount_bindfs low m
+	mkdir m/d
+	echo old > m/d/t
+	printf 'new\n' > s
+	unpriv_setup
+	run --separate-stderr unpriv "$PONYWRITE" -m 0 -i s m/d/t
+	assert_status 0
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	assert_content m/d/t $'new\n'
+	assert_mode m/d/t 0
+	printf 'newer\n' > s
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject=fsync:error=EIO:when=3 "$PONYWRITE" -i s m/d/t
+	assert_status 3
+	assert_stderr "ponywrite: m/d/t: replaced, but flushing it failed: $E_EIO; the new content may not survive a crash"
+	assert_content m/d/t $'newer\n'
+	assert_no_litter m/d
+}
+
+@test "FUSE, a batch: a user's -m 0 files flushed after the renames all the same" {
+	mount_fs ext4 low -F
+	mount_bindfs low m
+	on_fs m
+	unpriv_setup
+	require_cmd strace
+	run --separate-stderr unpriv strace -f -qq -y -o trace -e trace=fsync \
+	    "$PONYWRITE" -m 0 -t m/d s/a s/b
+	assert_status 0
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	[ "$(grep -cE '^[0-9]+ +fsync\(.*/m/d/[ab]>\) = 0$' trace)" = 2 ] ||
+	    fail "each renamed file not flushed once: $(cat trace)"
+	assert_mode m/d/a 0
+	assert_mode m/d/b 0
+	assert_content m/d/a $'new a\n'
+	assert_content m/d/b $'new b\n'
+	run --separate-stderr unpriv "$PONYWRITE" -m 0400 -t m/d s/a s/b
+	assert_status 0
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	assert_mode m/d/a 400
+	assert_no_litter m/d
+}
+
 @test "FUSE (bindfs over ext4): each file flushed before its rename and after the directory" {
 	mount_fs ext4 low -F
 	mount_bindfs low m

@@ -60,7 +60,7 @@ M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
 M("no-dir-flush", "commit",
-  [("dir_flush(tgt.plan, tgt.exists) &&\n\t    flush_rename(tgt.dirfd, tgt.name, tgt.plan) < 0", "0")],
+  [("if (dirflush && flush_fd(tgt.dirfd) < 0) {", "if (0) {")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit",
   [("keep_old_link(opt.target, tgt.dirpath, bakname);\n\t\treturn late;",
@@ -102,14 +102,23 @@ M("option-prefix-allowed", "options_proven",
 M("fuse-taken-for-its-lower-fs", "fs_plan",
   [("\t\treturn PLAN_FUSE;", "\t\t;")],
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
-M("fuse-renamed-file-not-flushed", "flush_rename",
-  [("return (plan & PLAN_FUSE) ? flush_named(dirfd, name) : 0;", "return 0;")],
+M("fuse-renamed-file-not-flushed", "commit",
+  [("int fileflush = flush && (tgt.plan & (PLAN_FILELOG | PLAN_FUSE));",
+    "int fileflush = flush && (tgt.plan & PLAN_FILELOG);")],
   "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
-  [("(jobs[i].plan & PLAN_FUSE) &&", "0 &&")],
+  [("if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
+M("fuse-kept-fd-not-flushed", "flush_named",
+  [("\tif (fd < 0)\n\t\tfd = xopenat(dirfd, name, O_RDONLY",
+    "\tif (fd >= 0) {\n\t\tclose(fd);\n\t\treturn 0;\n\t}\n\tfd = xopenat(dirfd, name, O_RDONLY")],
+  "a FUSE batch closes the descriptor it kept for a -m 0 file without flushing it", "many")
+M("fuse-mode-0-fd-not-kept", "prepare_job",
+  [("!(meta.mode & (S_IRUSR | S_IWUSR))", "0")],
+  "a FUSE batch opens a user's -m 0 file again to flush it (exit 3, Permission denied)", "many")
 M("filelog-dir-flushed", "commit",
-  [("int fileflush = dir_flush(tgt.plan, tgt.exists) &&\n\t    (tgt.plan & PLAN_FILELOG);", "int fileflush = 0;")],
+  [("int dirflush = flush && !(tgt.plan & PLAN_FILELOG);\n\tint fileflush = flush && (tgt.plan & (PLAN_FILELOG | PLAN_FUSE));",
+    "int dirflush = flush;\n\tint fileflush = flush && (tgt.plan & PLAN_FUSE);")],
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
