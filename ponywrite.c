@@ -283,7 +283,10 @@ remove_litter(int tell)
 	for (i = 0; i < njobs; i++) {
 		unlink_litter(jobs[i].dirfd, jobs[i].dirpath, jobs[i].tmpname,
 		    "temporary file", tell);
-		if (jobs[i].bakname != NULL)
+		/* keep_old()'s link of a target renamed already goes only
+		   after its directory's flush (drop_old_links). */
+		if (jobs[i].bakname != NULL &&
+		    (opt.backup || jobs[i].state != REPLACED))
 			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
 			    jobs[i].bakname, "backup link", tell);
 	}

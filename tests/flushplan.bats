@@ -72,15 +72,18 @@ expect()
 	expect nojournal m "fsync-temp rename fsync:m/d*2" "fsync-temp*2 rename*2 fsync:m/d*2"
 }
 
-# link_trace ARG...: ponywrite ARG... under strace; LINKS holds its links,
+# link_trace [--inject SPEC] ARG...: ponywrite ARG... under strace (SPEC:
+# a fault to inject, as strace's -e inject=SPEC); LINKS holds its links,
 # renames, unlinks and flushes as words (link:NAME rename:NAME unlink flush).
 link_trace()
 {
 	require_cmd strace
 	local log="$BATS_TEST_TMPDIR/link.log"
+	local -a inject=()
+	[ "$1" = --inject ] && { inject=(-e "inject=$2"); shift 2; }
 	status=0
 	strace -f -qq -o "$log" -e trace=linkat,renameat,renameat2,unlinkat,fsync,fdatasync,syncfs \
-	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/link.err" || status=$?
+	    "${inject[@]}" "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/link.err" || status=$?
 	LINKS=$(sed -E 's/^[0-9]+ +//' "$log" | awk '
 	/^linkat\(/ { split($0, a, "\""); print "link:" a[2]; next }
 	/^rename/ { split($0, a, "\""); print "rename:" a[4]; next }
@@ -168,6 +171,22 @@ link_trace()
 	old=$(find m/d -name '.a~.*')
 	[ -n "$old" ] || fail "no hidden link kept: $(ls -A m/d)"
 	assert_content "$old" $'old\n'
+}
+
+# A rename that fails half-way through a batch stops it there (exit 4); the
+# targets renamed before it are on disk only once the directory is flushed,
+# so their old files stay linked until then, as after a batch that ends well.
+@test "no journal, a batch stopped by a failed rename: the old files of the targets renamed stay linked until the directory is flushed" {
+	mount_fs ext2 m -F
+	on_fs m
+	echo old > m/d/b
+	link_trace --inject renameat:error=EIO:when=2 -t m/d s/a s/b
+	assert_status 4
+	[ "$LINKS" = "flush flush link:a link:b rename:a rename:b unlink unlink flush unlink flush" ] ||
+	    fail "'$LINKS' ($(cat "$BATS_TEST_TMPDIR/link.err"))"
+	assert_content m/d/a $'new a\n'
+	assert_content m/d/b $'old\n'
+	assert_no_litter m/d
 }
 
 @test "a journal that orders the rename (ext4, default options): no link to the old file" {

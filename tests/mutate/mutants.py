@@ -109,6 +109,11 @@ M("fuse-renamed-file-not-flushed", "commit",
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
   [("if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
+M("failed-rename-drops-kept-links", "remove_litter",
+  [("(opt.backup || jobs[i].state != REPLACED)", "1")],
+  "no journal: a rename failing half-way through a batch removes the old files'"
+  " links of the targets renamed before the directory is flushed (a power cut"
+  " can then lose them)", "many")
 M("fuse-kept-fd-not-flushed", "flush_named",
   [("\tif (fd < 0)\n\t\tfd = xopenat(dirfd, name, O_RDONLY",
     "\tif (fd >= 0) {\n\t\tclose(fd);\n\t\treturn 0;\n\t}\n\tfd = xopenat(dirfd, name, O_RDONLY")],
