@@ -136,20 +136,19 @@ static struct {
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
 	char	*held[4];		/* resolving's own strings (hold) */
-} tgt = { .dirfd = -1, .fd = -1, .in = -1 };
-
-/* The new file's metadata. */
-static struct {
-	mode_t	 mode;
-	uid_t	 uid;
-	gid_t	 gid;
-} meta;
+	int	 newfd;			/* a batch's temporary file, or -1 */
+	struct {			/* the new file's metadata */
+		mode_t	 mode;
+		uid_t	 uid;
+		gid_t	 gid;
+	} meta;
+	/* Shared with the signal handler: "" when there is none. */
+	char	 tmpname[NAME_MAX + 1];	/* the temporary file */
+	char	 bakname[NAME_MAX + 1];	/* hidden link made for -b */
+	char	 lockname[NAME_MAX + 1];	/* -l lock file we hold */
+} tgt = { .dirfd = -1, .fd = -1, .in = -1, .newfd = -1 };
 
 /* Shared with the signal handler. */
-static char tmpname[NAME_MAX + 1];	/* empty when no temporary file exists */
-static char bakname[NAME_MAX + 1];	/* hidden link made for -b */
-static char bakfinal[NAME_MAX + 2];	/* TARGET~ */
-static char lockname[NAME_MAX + 1];	/* -l lock file we hold, or empty */
 static volatile pid_t child;
 static volatile sig_atomic_t caught;
 static volatile sig_atomic_t lock_timeout;	/* -w: the time is up */
@@ -290,9 +289,11 @@ remove_litter(int tell)
 			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
 			    jobs[i].bakname, "backup link", tell);
 	}
-	unlink_litter(tgt.dirfd, tgt.dirpath, tmpname, "temporary file", tell);
-	unlink_litter(tgt.dirfd, tgt.dirpath, bakname, "backup link", tell);
-	unlink_litter(tgt.dirfd, tgt.dirpath, lockname, "lock file", tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.tmpname, "temporary file",
+	    tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname, "backup link",
+	    tell);
+	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.lockname, "lock file", tell);
 	errno = e;
 }
 
@@ -1729,7 +1730,7 @@ lock_missing(void)
 	}
 	if (nothing_to_lock()) {
 		block_signals();
-		memcpy(lockname, name, sizeof name);
+		memcpy(tgt.lockname, name, sizeof name);
 		unblock_signals();
 		return 1;
 	}
@@ -1874,18 +1875,18 @@ decide_metadata(void)
 		mask = umask(0);
 		umask(mask);
 	}
-	meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;
+	tgt.meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;
 	if (!tgt.regular)
-		default_acl_mode(&meta.mode);
-	meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
+		default_acl_mode(&tgt.meta.mode);
+	tgt.meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
 	    tgt.regular ? tgt.st.st_uid : (uid_t)-1;
-	meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
+	tgt.meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
 	    tgt.regular ? tgt.st.st_gid : (gid_t)-1;
-	if (tgt.regular && (meta.uid != tgt.st.st_uid ||
-	    meta.gid != tgt.st.st_gid))
-		meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	if (tgt.regular && (tgt.meta.uid != tgt.st.st_uid ||
+	    tgt.meta.gid != tgt.st.st_gid))
+		tgt.meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 	if (opt.mode != NULL)
-		parse_mode(opt.mode, meta.mode, mask, &meta.mode);
+		parse_mode(opt.mode, tgt.meta.mode, mask, &tgt.meta.mode);
 }
 
 /* Step 2: the temporary file. */
@@ -1978,11 +1979,11 @@ create_temp(void)
 
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
-		hidden_name(tmpname, tgt.name, "", max);
-		fd = openat(tgt.dirfd, tmpname, O_RDWR | O_CREAT | O_EXCL |
+		hidden_name(tgt.tmpname, tgt.name, "", max);
+		fd = openat(tgt.dirfd, tgt.tmpname, O_RDWR | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
-			tmpname[0] = '\0';
+			tgt.tmpname[0] = '\0';
 		unblock_signals();
 		if (fd >= 0)
 			return fd;
@@ -2377,9 +2378,9 @@ static int
 meta_unchanged(void)
 {
 	return tgt.regular && !tgt.pathonly &&
-	    meta.mode == (tgt.st.st_mode & 07777) &&
-	    (meta.uid == (uid_t)-1 || meta.uid == tgt.st.st_uid) &&
-	    (meta.gid == (gid_t)-1 || meta.gid == tgt.st.st_gid);
+	    tgt.meta.mode == (tgt.st.st_mode & 07777) &&
+	    (tgt.meta.uid == (uid_t)-1 || tgt.meta.uid == tgt.st.st_uid) &&
+	    (tgt.meta.gid == (gid_t)-1 || tgt.meta.gid == tgt.st.st_gid);
 }
 
 static int
@@ -2482,7 +2483,7 @@ keep_xattr(const char *name)
 		return 1;
 	if (strcmp(name, "security.capability") != 0)
 		return 0;
-	if (meta.uid == tgt.st.st_uid && meta.gid == tgt.st.st_gid)
+	if (tgt.meta.uid == tgt.st.st_uid && tgt.meta.gid == tgt.st.st_gid)
 		return 1;
 	warnx(opt.target, "its file capabilities are dropped, as the owner or"
 	    " group changes (as chown(2) drops them)");
@@ -2525,7 +2526,8 @@ copy_xattrs(int to)
 		if ((len = old_xattr(name, val, len)) < 0)
 			fail_xattr(name);
 		if (strcmp(name, "system.posix_acl_access") == 0)
-			acl_apply_mode((unsigned char *)val, len, meta.mode);
+			acl_apply_mode((unsigned char *)val, len,
+			    tgt.meta.mode);
 		if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||
 		    strncmp(name, "security.", 9) == 0))
 			fail_xattr(name);
@@ -2551,8 +2553,8 @@ fail_modeless(const struct stat *st)
 
 	mount_of(tgt.dirfd, type, sizeof type, opts, sizeof opts);
 	fail(opt.target, "cannot set mode %04o: this file system (%s) made it"
-	    " %04o; it does not keep Unix modes", (unsigned)meta.mode, type,
-	    (unsigned)(st->st_mode & 07777));
+	    " %04o; it does not keep Unix modes", (unsigned)tgt.meta.mode,
+	    type, (unsigned)(st->st_mode & 07777));
 }
 
 /* The kernel may refuse a bit (set-group-ID outside the group): say so. */
@@ -2561,33 +2563,33 @@ set_mode(int fd)
 {
 	struct stat st;
 
-	if (fchmod(fd, meta.mode) < 0)
+	if (fchmod(fd, tgt.meta.mode) < 0)
 		fail(opt.target, "cannot set mode: %s", strerror(errno));
 	if (fstat(fd, &st) < 0)
 		fail_errno(opt.target);
-	if ((st.st_mode & 07777) == meta.mode)
+	if ((st.st_mode & 07777) == tgt.meta.mode)
 		return;
-	if (!(meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
+	if (!(tgt.meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
 		if (!tgt.regular && opt.mode == NULL)
 			return;		/* what open(2) gives */
 		fail_modeless(&st);
 	}
 	fail(opt.target, "cannot set mode %04o: the system made it %04o, as"
 	    " set-group-ID needs membership of the file's group (use -m to"
-	    " choose a mode)", (unsigned)meta.mode,
+	    " choose a mode)", (unsigned)tgt.meta.mode,
 	    (unsigned)(st.st_mode & 07777));
 }
 
 static void
 apply_metadata(int fd)
 {
-	if ((meta.uid != (uid_t)-1 || meta.gid != (gid_t)-1) &&
-	    fchown(fd, meta.uid, meta.gid) < 0) {
+	if ((tgt.meta.uid != (uid_t)-1 || tgt.meta.gid != (gid_t)-1) &&
+	    fchown(fd, tgt.meta.uid, tgt.meta.gid) < 0) {
 		if (errno == EPERM && tgt.regular)
 			fail(opt.target, "cannot keep owner %lu and group %lu:"
 			    " %s (use -o and -g to choose them)",
-			    (unsigned long)meta.uid, (unsigned long)meta.gid,
-			    strerror(errno));
+			    (unsigned long)tgt.meta.uid,
+			    (unsigned long)tgt.meta.gid, strerror(errno));
 		fail(opt.target, "cannot set owner and group: %s",
 		    strerror(errno));
 	}
@@ -2904,6 +2906,7 @@ check_dir(void)
 static long
 check_backup_name(void)
 {
+	char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 	long max = name_max();
 	const char *why;
 	struct stat st;
@@ -2991,17 +2994,17 @@ fail_link(void)
 static void
 probe_link(long max)
 {
-	hidden_name(bakname, tgt.name, opt.suffix, max);
-	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0) {
-		bakname[0] = '\0';
+	hidden_name(tgt.bakname, tgt.name, opt.suffix, max);
+	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, tgt.bakname, 0) < 0) {
+		tgt.bakname[0] = '\0';
 		if (errno != ENOENT)	/* ENOENT: as in link_backup */
 			fail_link();
 		return;
 	}
 	/* Not removed: it is litter, removed on the way out. */
-	if (unlinkat(tgt.dirfd, bakname, 0) < 0)
+	if (unlinkat(tgt.dirfd, tgt.bakname, 0) < 0)
 		fail(opt.target, "cannot make backup: %s", strerror(errno));
-	bakname[0] = '\0';
+	tgt.bakname[0] = '\0';
 }
 
 static void
@@ -3016,12 +3019,12 @@ link_backup(void)
 		max = name_max();
 	else if ((max = check_backup_name()) == 0)
 		return;		/* it already is the old file */
-	hidden_name(bakname, tgt.name, opt.suffix, max);
+	hidden_name(tgt.bakname, tgt.name, opt.suffix, max);
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; linkat(tgt.dirfd, tgt.name, tgt.dirfd, bakname, 0) < 0;
-	    tries++)
+	for (tries = 0; linkat(tgt.dirfd, tgt.name, tgt.dirfd, tgt.bakname,
+	    0) < 0; tries++)
 		if (errno != ENOENT || tries == 100) {
-			bakname[0] = '\0';
+			tgt.bakname[0] = '\0';
 			/* keep_old() asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
@@ -3056,21 +3059,23 @@ check_replaceable(int backup)
 static int
 rename_backup(void)
 {
+	char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 	struct stat st;
 
-	if (bakname[0] == '\0' || !opt.backup)
+	if (tgt.bakname[0] == '\0' || !opt.backup)
 		return 0;
-	if (renameat(tgt.dirfd, bakname, tgt.dirfd, bakfinal) < 0) {
+	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name, opt.suffix);
+	if (renameat(tgt.dirfd, tgt.bakname, tgt.dirfd, bakfinal) < 0) {
 		warnx(opt.target, "replaced, but the previous version could not"
 		    " be renamed to %s: %s; it is kept as %s/%s", bakfinal,
-		    strerror(errno), tgt.dirpath, bakname);
-		bakname[0] = '\0';
+		    strerror(errno), tgt.dirpath, tgt.bakname);
+		tgt.bakname[0] = '\0';
 		return -1;
 	}
 	/* Already another name of the same file: rename(2) did nothing. */
-	if (fstatat(tgt.dirfd, bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		unlinkat(tgt.dirfd, bakname, 0);
-	bakname[0] = '\0';
+	if (fstatat(tgt.dirfd, tgt.bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		unlinkat(tgt.dirfd, tgt.bakname, 0);
+	tgt.bakname[0] = '\0';
 	return 0;
 }
 
@@ -3123,9 +3128,9 @@ flush_named(int dirfd, const char *name, int fd)
 static int
 drop_old_link(void)
 {
-	if (opt.backup || bakname[0] == '\0')
+	if (opt.backup || tgt.bakname[0] == '\0')
 		return 0;
-	unlink_litter(tgt.dirfd, tgt.dirpath, bakname, "backup link", 1);
+	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname, "backup link", 1);
 	return flush_fd(tgt.dirfd);
 }
 
@@ -3192,7 +3197,7 @@ commit(int fd)
 		close(tgt.fd);
 		tgt.fd = -1;
 	}
-	if (rename_over(tmpname) < 0)
+	if (rename_over(tgt.tmpname) < 0)
 		status = late;
 	if (dirflush && flush_fd(tgt.dirfd) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
@@ -3200,7 +3205,7 @@ commit(int fd)
 		    tgt.dirpath, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		keep_old_link(opt.target, tgt.dirpath, bakname);
+		keep_old_link(opt.target, tgt.dirpath, tgt.bakname);
 		return late;
 	}
 	if (fd >= 0) {			/* fileflush */
@@ -3274,7 +3279,6 @@ print_changed(int status)
  */
 
 static sigjmp_buf jobfail;
-static int jobfd = -1;		/* the temporary file being filled */
 static int perfile;		/* flush each file, not each file system */
 static int lostbackup;		/* replaced, but a backup was not renamed */
 
@@ -3344,9 +3348,9 @@ drop_job(void)
 		close(tgt.fd);
 	if (tgt.in > STDIN_FILENO)
 		close(tgt.in);
-	if (jobfd >= 0)
-		close(jobfd);
-	tgt.fd = tgt.in = jobfd = -1;
+	if (tgt.newfd >= 0)
+		close(tgt.newfd);
+	tgt.fd = tgt.in = tgt.newfd = -1;
 	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++) {
 		free(tgt.held[i]);
 		tgt.held[i] = NULL;
@@ -3495,14 +3499,14 @@ prepare_job(struct job *j)
 	load_job(j);
 	open_target();
 	decide_metadata();
-	jobfd = create_temp();
-	size = jobfd >= 0 ? fill_temp(jobfd) : 0;
-	if (opt.ifchanged && (jobfd < 0 ? input_unchanged(-jobfd) :
-	    unchanged(jobfd, size))) {
+	tgt.newfd = create_temp();
+	size = tgt.newfd >= 0 ? fill_temp(tgt.newfd) : 0;
+	if (opt.ifchanged && (tgt.newfd < 0 ? input_unchanged(-tgt.newfd) :
+	    unchanged(tgt.newfd, size))) {
 		j->state = UNCHANGED;
 		block_signals();
-		unlinkat(tgt.dirfd, tmpname, 0);
-		tmpname[0] = '\0';
+		unlinkat(tgt.dirfd, tgt.tmpname, 0);
+		tgt.tmpname[0] = '\0';
 		unblock_signals();
 		if (per_file(j) && opt.sync && flush_fd(tgt.fd) < 0)
 			fail(opt.target, "unchanged, but cannot flush it to"
@@ -3510,16 +3514,17 @@ prepare_job(struct job *j)
 		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
 	} else {
 		check_replaceable(0);
-		apply_metadata(jobfd);
+		apply_metadata(tgt.newfd);
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
-		    flush_data(jobfd, j->plan) < 0)
+		    flush_data(tgt.newfd, j->plan) < 0)
 			fail(opt.target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
 		if (!per_file(j) && !(j->plan & PLAN_ORDERED))
-			sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+			sync_file_range(tgt.newfd, 0, 0,
+			    SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
 		/* FUSE: flushed again after the renames, opened by name;
@@ -3527,19 +3532,19 @@ prepare_job(struct job *j)
 		   descriptor till then (only these: a descriptor each would
 		   not scale). */
 		if ((j->plan & PLAN_FUSE) && opt.sync &&
-		    !(meta.mode & (S_IRUSR | S_IWUSR))) {
-			j->fd = jobfd;
-			jobfd = -1;
+		    !(tgt.meta.mode & (S_IRUSR | S_IWUSR))) {
+			j->fd = tgt.newfd;
+			tgt.newfd = -1;
 		}
 	}
-	if (jobfd >= 0 && close(jobfd) < 0) {
-		jobfd = -1;
+	if (tgt.newfd >= 0 && close(tgt.newfd) < 0) {
+		tgt.newfd = -1;
 		fail_errno(opt.target);
 	}
-	jobfd = -1;
+	tgt.newfd = -1;
 	block_signals();
-	memcpy(j->tmpname, tmpname, sizeof tmpname);
-	tmpname[0] = '\0';
+	memcpy(j->tmpname, tgt.tmpname, sizeof tgt.tmpname);
+	tgt.tmpname[0] = '\0';
 	unblock_signals();
 	j->st = tgt.st;
 	drop_job();
@@ -3612,13 +3617,13 @@ link_job_backup(struct job *j)
 
 	load_job(j);
 	link_backup();
-	if (bakname[0] == '\0')
+	if (tgt.bakname[0] == '\0')
 		return;
-	if ((name = strdup(bakname)) == NULL)
+	if ((name = strdup(tgt.bakname)) == NULL)
 		fail_errno(opt.target);
 	block_signals();
 	j->bakname = name;
-	bakname[0] = '\0';
+	tgt.bakname[0] = '\0';
 	unblock_signals();
 }
 
@@ -3629,8 +3634,7 @@ take_backup(struct job *j)
 	if (j->bakname == NULL || !opt.backup)
 		return;		/* keep_old(): removed after the flushes */
 	/* Signals are held: the handler never sees the name in both places. */
-	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name, opt.suffix);
-	snprintf(bakname, sizeof bakname, "%s", j->bakname);
+	snprintf(tgt.bakname, sizeof tgt.bakname, "%s", j->bakname);
 	free(j->bakname);
 	j->bakname = NULL;
 }

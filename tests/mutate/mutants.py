@@ -63,8 +63,8 @@ M("no-dir-flush", "commit",
   [("if (dirflush && flush_fd(tgt.dirfd) < 0) {", "if (0) {")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit",
-  [("keep_old_link(opt.target, tgt.dirpath, bakname);\n\t\treturn late;",
-    "keep_old_link(opt.target, tgt.dirpath, bakname);\n\t\treturn 0;")],
+  [("keep_old_link(opt.target, tgt.dirpath, tgt.bakname);\n\t\treturn late;",
+    "keep_old_link(opt.target, tgt.dirpath, tgt.bakname);\n\t\treturn 0;")],
   "a failed directory flush exits 0 instead of 3", "status")
 M("file-flush-status-0", "commit",
   [("strerror(e));\n\t\t\treturn late;", "strerror(e));\n\t\t\treturn 0;")],
@@ -119,7 +119,7 @@ M("fuse-kept-fd-not-flushed", "flush_named",
     "\tif (fd >= 0) {\n\t\tclose(fd);\n\t\treturn 0;\n\t}\n\tfd = xopenat(dirfd, name, O_RDONLY")],
   "a FUSE batch closes the descriptor it kept for a -m 0 file without flushing it", "many")
 M("fuse-mode-0-fd-not-kept", "prepare_job",
-  [("!(meta.mode & (S_IRUSR | S_IWUSR))", "0")],
+  [("!(tgt.meta.mode & (S_IRUSR | S_IWUSR))", "0")],
   "a FUSE batch opens a user's -m 0 file again to flush it (exit 3, Permission denied)", "many")
 M("filelog-dir-flushed", "commit",
   [("int dirflush = flush && !(tgt.plan & PLAN_FILELOG);\n\tint fileflush = flush && (tgt.plan & (PLAN_FILELOG | PLAN_FUSE));",
@@ -147,9 +147,9 @@ M("temp-0644", "create_temp", [("O_CLOEXEC, 0600)", "O_CLOEXEC, 0644)")],
   "the temporary file is readable by others while written", "open")
 M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLLOW, 0600")],
   "the command inherits the temporary file's descriptor", "open")
-M("litter-temp", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, tmpname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, tmpname,")],
+M("litter-temp", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, tgt.tmpname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, tgt.tmpname,")],
   "a failed run leaves its temporary file", "litter")
-M("litter-backup-link", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, bakname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, bakname,")],
+M("litter-backup-link", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname,")],
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
@@ -162,7 +162,7 @@ M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOE
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
-  [("\tset_mode(fd);\n", "\n"), ("\tif ((meta.uid", "\tset_mode(fd);\n\tif ((meta.uid")],
+  [("\tset_mode(fd);\n", "\n"), ("\tif ((tgt.meta.uid", "\tset_mode(fd);\n\tif ((tgt.meta.uid")],
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
 M("xattrs-not-copied", "apply_metadata", [("copy_xattrs(fd);", ";")],
   "ACL and user.* attributes are not kept", "metadata")
@@ -170,24 +170,24 @@ M("inherited-acl-kept", "copy_xattrs",
   [("if (fremovexattr(to, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
   "a directory's default ACL leaks onto a replaced file", "metadata")
 M("acl-mode-not-applied", "copy_xattrs",
-  [("acl_apply_mode((unsigned char *)val, len, meta.mode);", ";")],
+  [("acl_apply_mode((unsigned char *)val, len,\n\t\t\t    tgt.meta.mode);", ";")],
   "a kept ACL is set with the old permission bits before the mode", "metadata",
   equivalent="the fchmod that follows gives the ACL the same bits; the only difference is a moment before it, with the temporary file's owner alone having access")
 M("setid-kept-on-chown", "decide_metadata",
-  [("meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
+  [("tgt.meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
   "-o/-g keep the set-id bits under the new owner", "metadata")
 M("mode-not-checked", "set_mode",
-  [("if ((st.st_mode & 07777) == meta.mode)", "if (1)")],
+  [("if ((st.st_mode & 07777) == tgt.meta.mode)", "if (1)")],
   "a set-group-ID bit dropped by the kernel goes unnoticed", "metadata")
 M("owner-not-kept", "decide_metadata",
   [("tgt.regular ? tgt.st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
   "the owner of an existing file is not kept", "metadata")
 M("umask-on-existing", "decide_metadata",
-  [("meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;",
-    "meta.mode = tgt.regular ? tgt.st.st_mode & 0777 : 0666 & ~mask;")],
+  [("tgt.meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;",
+    "tgt.meta.mode = tgt.regular ? tgt.st.st_mode & 0777 : 0666 & ~mask;")],
   "the set-id and sticky bits of an existing file are lost", "metadata")
 M("default-acl-ignored", "decide_metadata",
-  [("default_acl_mode(&meta.mode);", ";")],
+  [("default_acl_mode(&tgt.meta.mode);", ";")],
   "a new file in a directory with a default ACL gets the umask's mode", "metadata")
 
 # --- links and the protected_* rules
@@ -259,7 +259,7 @@ M("ifchanged-content-ignored", "unchanged",
   [("if (memcmp(buf, cmpbuf, n) != 0)\n\t\t\treturn 0;", "")],
   "-C keeps a file whose content differs at equal size", "ifchanged")
 M("ifchanged-mode-ignored", "meta_unchanged",
-  [("meta.mode == (tgt.st.st_mode & 07777) &&", "")],
+  [("tgt.meta.mode == (tgt.st.st_mode & 07777) &&", "")],
   "-C keeps a file whose mode -m would change", "ifchanged")
 M("backup-not-made", "link_backup", [("if (!tgt.exists || (!opt.backup && !keep_old()))", "if (1)")],
   "-b makes no backup", "backup")
@@ -268,7 +268,7 @@ M("backup-renamed-first", "rename_over",
    ("return rename_backup();", "return r;")],
   "-b renames the backup to TARGET~ before the target's rename", "backup")
 M("backup-hidden-left", "rename_backup",
-  [("if (fstatat(tgt.dirfd, bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(tgt.dirfd, bakname, 0);", "")],
+  [("if (fstatat(tgt.dirfd, tgt.bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(tgt.dirfd, tgt.bakname, 0);", "")],
   "a backup that already was TARGET~ leaves its hidden link", "backup")
 M("backup-status-0", "commit", [("status = late;", "status = 0;")],
   "a failed backup rename exits 0", "status")
@@ -334,7 +334,7 @@ M("append-without-lock", "parse_options",
   "-a does not take the lock: parallel appends lose lines", "append")
 M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(fd);", "")],
   "the lock ends at the rename: -l -b loses a version", "lock")
-M("lock-file-left", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, lockname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, lockname,")],
+M("lock-file-left", "remove_litter", [("unlink_litter(tgt.dirfd, tgt.dirpath, tgt.lockname,", "if (0) unlink_litter(tgt.dirfd, tgt.dirpath, tgt.lockname,")],
   "-l on a missing target leaves its lock file", "litter")
 M("lock-wait-forever", "wait_lock",
   [("if (lock_timeout || errno == EWOULDBLOCK)", "if (0)")],
@@ -373,13 +373,13 @@ M("many-litter", "remove_litter",
   [("\t\tunlink_litter(jobs[i].dirfd,", "\t\tif (0) unlink_litter(jobs[i].dirfd,")],
   "the temporary files of other targets are left behind on failure", "many")
 M("many-no-writeback", "prepare_job",
-  [("sync_file_range(jobfd, 0, 0, SYNC_FILE_RANGE_WRITE);", ";")],
+  [("sync_file_range(tgt.newfd, 0, 0,\n\t\t\t    SYNC_FILE_RANGE_WRITE);", ";")],
   "write-back of each new file is not started as it is written", "many")
 M("many-signals-not-held", "replace_many",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
-  [("if (opt.ifchanged && (jobfd < 0 ? input_unchanged(-jobfd) :\n\t    unchanged(jobfd, size))) {", "if (0) {")],
+  [("if (opt.ifchanged && (tgt.newfd < 0 ? input_unchanged(-tgt.newfd) :\n\t    unchanged(tgt.newfd, size))) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
   [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&",
@@ -411,10 +411,10 @@ M("many-dir-inode-only", "dir_slot",
    ("(jobs[*s - 1].dev == dev &&\n\t\t    jobs[*s - 1].ino == ino)", "jobs[*s - 1].ino == ino")],
   "two mount roots with one inode number are taken for one directory", "many")
 M("many-unchanged-temp-cwd", "prepare_job",
-  [("unlinkat(tgt.dirfd, tmpname, 0);", "unlinkat(AT_FDCWD, tmpname, 0);")],
+  [("unlinkat(tgt.dirfd, tgt.tmpname, 0);", "unlinkat(AT_FDCWD, tgt.tmpname, 0);")],
   "-C in a batch leaves the temporary file beside an unchanged target", "litter")
 M("many-close-error-ignored", "prepare_job",
-  [("if (jobfd >= 0 && close(jobfd) < 0) {", "if (0) {")],
+  [("if (tgt.newfd >= 0 && close(tgt.newfd) < 0) {", "if (0) {")],
   "a close error on a batch's temporary file is ignored", "close")
 M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(status);", "\t\t\tprint_changed(status);")],
@@ -429,7 +429,7 @@ M("p-reads-on-the-way", "make_parents",
   [("flags = (next[strspn(next, \"/\")] == '\\0' ? O_RDONLY :\n\t\t    O_SEARCH_DIR) | O_DIRECTORY;", "flags = O_RDONLY | O_DIRECTORY;")],
   "-p cannot pass a directory it may search but not read", "parents")
 M("caps-dropped", "keep_xattr",
-  [("if (meta.uid == tgt.st.st_uid && meta.gid == tgt.st.st_gid)\n\t\treturn 1;", "")],
+  [("if (tgt.meta.uid == tgt.st.st_uid && tgt.meta.gid == tgt.st.st_gid)\n\t\treturn 1;", "")],
   "file capabilities are dropped on every replace", "metadata")
 M("caps-eperm-ignored", "copy_xattrs",
   [("if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||", "if (fsetxattr(to, name, val, len, 0) < 0 && errno != EPERM && (errno != ENOTSUP ||")],
