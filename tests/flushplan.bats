@@ -236,11 +236,11 @@ link_trace()
 	assert_no_litter m/d
 }
 
-# The flush after the rename goes through the new file's own descriptor: a
-# user's file whose mode forbids opening it (-m 0) is flushed all the same.
-@test "btrfs, one file: flushed through its descriptor after the rename (a user's -m 0 file); a failed flush exits 3" {
-	require_cmd strace
-	mount_fs btrfs m -f
+# flushed_through_descriptor N: on the file system mounted on m, a user's
+# -m 0 file replaced (exit 0, mode 0), then its N-th fsync made to fail:
+# exit 3, "replaced, but flushing it failed", the new content, no litter.
+flushed_through_descriptor()
+{
 	mkdir m/d
 	echo old > m/d/t
 	printf 'new\n' > s
@@ -252,11 +252,19 @@ link_trace()
 	assert_mode m/d/t 0
 	printf 'newer\n' > s
 	run --separate-stderr strace -f -qq -o /dev/null \
-	    -e inject=fsync:error=EIO:when=1 "$PONYWRITE" -i s m/d/t
+	    -e inject=fsync:error=EIO:when="$1" "$PONYWRITE" -i s m/d/t
 	assert_status 3
 	assert_stderr "ponywrite: m/d/t: replaced, but flushing it failed: $E_EIO; the new content may not survive a crash"
 	assert_content m/d/t $'newer\n'
 	assert_no_litter m/d
+}
+
+# The flush after the rename goes through the new file's own descriptor: a
+# user's file whose mode forbids opening it (-m 0) is flushed all the same.
+@test "btrfs, one file: flushed through its descriptor after the rename (a user's -m 0 file); a failed flush exits 3" {
+	require_cmd strace
+	mount_fs btrfs m -f
+	flushed_through_descriptor 1
 }
 
 @test "btrfs ssd_spread (begins like the proven ssd, is not it): each new file flushed" {
@@ -272,22 +280,7 @@ link_trace()
 	require_cmd strace
 	mount_fs ext4 low -F
 	mount_bindfs low m
-	mkdir m/d
-	echo old > m/d/t
-	printf 'new\n' > s
-	unpriv_setup
-	run --separate-stderr unpriv "$PONYWRITE" -m 0 -i s m/d/t
-	assert_status 0
-	[ -z "$stderr" ] || fail "stderr: $stderr"
-	assert_content m/d/t $'new\n'
-	assert_mode m/d/t 0
-	printf 'newer\n' > s
-	run --separate-stderr strace -f -qq -o /dev/null \
-	    -e inject=fsync:error=EIO:when=3 "$PONYWRITE" -i s m/d/t
-	assert_status 3
-	assert_stderr "ponywrite: m/d/t: replaced, but flushing it failed: $E_EIO; the new content may not survive a crash"
-	assert_content m/d/t $'newer\n'
-	assert_no_litter m/d
+	flushed_through_descriptor 3
 }
 
 @test "FUSE, a batch: a user's -m 0 files flushed after the renames all the same" {
