@@ -120,11 +120,19 @@ static struct {
 } opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1,
     .suffix = "~" };
 
-/* The file being replaced, once resolved. */
-static struct {
+/*
+ * A file to replace: the target (one, or each of -t's and --batch's), its
+ * place, its temporary file, kept from one step to the next.
+ */
+static struct file {
+	const char *target;		/* as given */
+	const char *source;
 	char	*dirpath;		/* its real directory, for messages */
-	int	 dirfd;
+	int	 dirfd;			/* shared by a directory's targets */
 	char	*name;			/* its name in that directory */
+	size_t	 dir;			/* the first job in that directory */
+	dev_t	 dev;			/* the file system of that directory */
+	ino_t	 ino;
 	int	 exists;		/* something has that name */
 	int	 regular;		/* ... and it is a regular file */
 	struct stat st;
@@ -132,21 +140,25 @@ static struct {
 	int	 in;			/* the input, while it is open, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
 	int	 linked;		/* reached through a symbolic link */
+	int	 flushdir;
 	int	 plan;			/* its file system's flush plan */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
 	char	*held[4];		/* resolving's own strings (hold) */
 	int	 newfd;			/* a batch's temporary file, or -1 */
+	int	 keptfd;		/* the new file, kept for
+					   flush_fuse_renames, or -1 */
 	struct {			/* the new file's metadata */
 		mode_t	 mode;
 		uid_t	 uid;
 		gid_t	 gid;
 	} meta;
-	/* Shared with the signal handler: "" when there is none. */
+	/* Shared with the signal handler: "" or NULL when there is none. */
 	char	 tmpname[NAME_MAX + 1];	/* the temporary file */
-	char	 bakname[NAME_MAX + 1];	/* hidden link made for -b */
-	char	 lockname[NAME_MAX + 1];	/* -l lock file we hold */
-} tgt = { .dirfd = -1, .fd = -1, .in = -1, .newfd = -1 };
+	char	*bakname;		/* hidden link for -b or keep_old */
+	char	*lockname;		/* -l lock file we hold */
+	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
+} *tgt;					/* the one being worked on */
 
 /* Shared with the signal handler. */
 static volatile pid_t child;
@@ -161,26 +173,11 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
     origchld;
 
 /*
- * Many files (-t, --batch): each target's place and temporary file, kept
- * from one step to the next.  The signal handler removes the files.
+ * The files: one, or many (-t, --batch).  The signal handler removes the
+ * litter of jobs[0] to jobs[njobs - 1].
  */
 static char *listbuf;			/* --batch's list, whole */
-static struct job {
-	const char *target;		/* as given */
-	const char *source;
-	char	*dirpath, *name;	/* as in tgt */
-	int	 dirfd;			/* shared by the targets of a directory */
-	int	 fd;			/* the new file, kept for flush_fuse_renames */
-	size_t	 dir;			/* the first job in that directory */
-	dev_t	 dev;			/* the file system of that directory */
-	ino_t	 ino;
-	int	 exists, linked, flushdir;
-	int	 plan;			/* its file system's (fs_plan) */
-	struct stat st;
-	char	 tmpname[NAME_MAX + 1];	/* filled, waiting for its rename */
-	char	*bakname;		/* -b's hidden link, made before the renames */
-	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
-} *jobs;
+static struct file *jobs;
 static size_t njobs;
 static size_t *dirtab;			/* 1 + the first job of each directory,
 					   hashed by (device, inode) */
@@ -288,12 +285,10 @@ remove_litter(int tell)
 		    (opt.backup || jobs[i].state != REPLACED))
 			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
 			    jobs[i].bakname, "backup link", tell);
+		if (jobs[i].lockname != NULL)
+			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
+			    jobs[i].lockname, "lock file", tell);
 	}
-	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.tmpname, "temporary file",
-	    tell);
-	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname, "backup link",
-	    tell);
-	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.lockname, "lock file", tell);
 	errno = e;
 }
 
@@ -465,10 +460,10 @@ xmalloc(size_t n)
 }
 
 /* N jobs, zeroed. */
-static struct job *
+static struct file *
 xjobs(size_t n)
 {
-	struct job *j = calloc(n, sizeof *j);
+	struct file *j = calloc(n, sizeof *j);
 
 	if (j == NULL)
 		fail(NULL, "%s", strerror(errno));
@@ -613,9 +608,9 @@ hold(char *s)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++)
-		if (tgt.held[i] == NULL)
-			return tgt.held[i] = s;
+	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++)
+		if (tgt->held[i] == NULL)
+			return tgt->held[i] = s;
 	return s;			/* not reached: follow_link holds 4 */
 }
 
@@ -625,9 +620,9 @@ unhold(char *s, int keep)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++)
-		if (tgt.held[i] == s)
-			tgt.held[i] = NULL;
+	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++)
+		if (tgt->held[i] == s)
+			tgt->held[i] = NULL;
 	if (!keep)
 		free(s);
 }
@@ -786,12 +781,12 @@ parse_wait(const char *s)
 static void
 add_job(const char *target, const char *source)
 {
-	struct job *j = &jobs[njobs];
+	struct file *j = &jobs[njobs];
 
 	memset(j, 0, sizeof *j);
 	j->target = target;
 	j->source = source;
-	j->dirfd = j->fd = -1;
+	j->dirfd = j->fd = j->in = j->newfd = j->keptfd = -1;
 	stdins += strcmp(source, "-") == 0;
 	njobs++;		/* now the signal handler may look at it */
 }
@@ -1377,7 +1372,7 @@ fail_dir(const char *path, const char *display, const struct walk *w)
 		    in > 0 ? path : ".", strerror(errno));
 	if (w->refused)
 		fail_planted(w->link, "following a link", w->owner, w->at);
-	if (tgt.linked)
+	if (tgt->linked)
 		fail(opt.target, "%s: %s", display, strerror(errno));
 	fail_errno(display);
 }
@@ -1394,28 +1389,28 @@ enter_dir(int atfd, const char *path, const char *display)
 	int fd;
 
 	if (atfd != AT_FDCWD)
-		snprintf(w.at, sizeof w.at, "%s", tgt.dirpath);
+		snprintf(w.at, sizeof w.at, "%s", tgt->dirpath);
 	/* Kept (for -t and --batch) even if it cannot be opened. */
 	if ((shown = strdup(display)) == NULL)
 		fail_errno(NULL);
-	free(tgt.dirpath);
-	tgt.dirpath = shown;
+	free(tgt->dirpath);
+	tgt->dirpath = shown;
 	fd = opt.parents ? make_parents(atfd, path, &w) :
 	    open_dir_at(atfd, path, &w);
 	if (fd < 0)
 		fail_dir(path, display, &w);
-	if (tgt.dirfd >= 0)
-		close(tgt.dirfd);
-	tgt.dirfd = fd;
+	if (tgt->dirfd >= 0)
+		close(tgt->dirfd);
+	tgt->dirfd = fd;
 }
 
 static int
 planted(uid_t owner, mode_t writable)
 {
-	int r = planted_in(tgt.dirfd, owner, writable);
+	int r = planted_in(tgt->dirfd, owner, writable);
 
 	if (r < 0)
-		fail_errno(tgt.dirpath);
+		fail_errno(tgt->dirpath);
 	return r;
 }
 
@@ -1423,8 +1418,8 @@ static void
 check_protected_link(const struct stat *link)
 {
 	if (planted(link->st_uid, S_IWOTH))
-		fail_planted(join(tgt.dirpath, tgt.name), "following a link",
-		    link->st_uid, tgt.dirpath);
+		fail_planted(join(tgt->dirpath, tgt->name), "following a link",
+		    link->st_uid, tgt->dirpath);
 }
 
 /*
@@ -1437,7 +1432,7 @@ check_protected_regular(void)
 	char level = '2';
 	int fd;
 
-	if (!planted(tgt.st.st_uid, S_IWOTH | S_IWGRP))
+	if (!planted(tgt->st.st_uid, S_IWOTH | S_IWGRP))
 		return;
 	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
 	    O_CLOEXEC)) >= 0) {
@@ -1445,10 +1440,10 @@ check_protected_regular(void)
 			level = '2';
 		close(fd);
 	}
-	if (level == '0' || (level == '1' && !planted(tgt.st.st_uid, S_IWOTH)))
+	if (level == '0' || (level == '1' && !planted(tgt->st.st_uid, S_IWOTH)))
 		return;
-	fail_planted(join(tgt.dirpath, tgt.name), "writing to a file",
-	    tgt.st.st_uid, tgt.dirpath);
+	fail_planted(join(tgt->dirpath, tgt->name), "writing to a file",
+	    tgt->st.st_uid, tgt->dirpath);
 }
 
 static char *
@@ -1458,7 +1453,7 @@ read_link(const struct stat *st)
 	char *link = xmalloc(n);
 	ssize_t len;
 
-	if ((len = readlinkat(tgt.dirfd, tgt.name, link, n)) < 0)
+	if ((len = readlinkat(tgt->dirfd, tgt->name, link, n)) < 0)
 		fail_errno(opt.target);
 	if ((size_t)len >= n) {
 		errno = ENAMETOOLONG;
@@ -1475,7 +1470,7 @@ read_link(const struct stat *st)
 static void
 check_proc_link(void)
 {
-	if (in_procfs(tgt.dirfd))
+	if (in_procfs(tgt->dirfd))
 		fail(opt.target, "refusing to follow a link in /proc: it stands"
 		    " for an open file, which cannot be replaced");
 }
@@ -1488,7 +1483,7 @@ follow_link(const struct stat *st)
 
 	check_proc_link();
 	check_protected_link(st);
-	tgt.linked = 1;
+	tgt->linked = 1;
 	link = hold(read_link(st));
 	split_path(link, &dir, &name);
 	hold(dir);
@@ -1496,15 +1491,15 @@ follow_link(const struct stat *st)
 	if (*link == '/')
 		enter_dir(AT_FDCWD, dir, dir);
 	else if (strchr(link, '/') != NULL) {
-		shown = hold(join(tgt.dirpath, dir));
-		enter_dir(tgt.dirfd, dir, shown);
+		shown = hold(join(tgt->dirpath, dir));
+		enter_dir(tgt->dirfd, dir, shown);
 		unhold(shown, 0);
 	}
 	unhold(dir, 0);
 	unhold(link, 0);
 	unhold(name, 1);
-	free(tgt.name);
-	tgt.name = name;
+	free(tgt->name);
+	tgt->name = name;
 }
 
 /* "dir/", "." and "..": names that can only be directories. */
@@ -1525,35 +1520,35 @@ resolve_target(void)
 		errno = ENOENT;
 		fail_errno(opt.target);
 	}
-	split_path(opt.target, &dir, &tgt.name);
+	split_path(opt.target, &dir, &tgt->name);
 	hold(dir);
-	if (names_dir(tgt.name)) {
-		if (stat(opt.target, &tgt.st) < 0)
+	if (names_dir(tgt->name)) {
+		if (stat(opt.target, &tgt->st) < 0)
 			fail_errno(opt.target);
 		fail(opt.target, "not a regular file");
 	}
 	enter_dir(AT_FDCWD, dir, dir);
 	unhold(dir, 0);
 	for (hops = 0;; hops++) {
-		if (names_dir(tgt.name))
+		if (names_dir(tgt->name))
 			fail(opt.target, "not a regular file");
-		if (fstatat(tgt.dirfd, tgt.name, &tgt.st,
+		if (fstatat(tgt->dirfd, tgt->name, &tgt->st,
 		    AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
 				fail_errno(opt.target);
-			tgt.exists = 0;
+			tgt->exists = 0;
 			return;
 		}
-		tgt.exists = 1;
-		if (!S_ISLNK(tgt.st.st_mode) || opt.nofollow)
+		tgt->exists = 1;
+		if (!S_ISLNK(tgt->st.st_mode) || opt.nofollow)
 			break;
 		if (hops == MAX_HOPS) {
 			errno = ELOOP;
 			fail_errno(opt.target);
 		}
-		follow_link(&tgt.st);
+		follow_link(&tgt->st);
 	}
-	if (!S_ISREG(tgt.st.st_mode) && !S_ISLNK(tgt.st.st_mode))
+	if (!S_ISREG(tgt->st.st_mode) && !S_ISLNK(tgt->st.st_mode))
 		fail(opt.target, "not a regular file");
 }
 
@@ -1566,25 +1561,25 @@ open_target(void)
 {
 	struct stat st;
 
-	tgt.regular = 0;
-	if (!tgt.exists || S_ISLNK(tgt.st.st_mode))
+	tgt->regular = 0;
+	if (!tgt->exists || S_ISLNK(tgt->st.st_mode))
 		return;
-	tgt.fd = xopenat(tgt.dirfd, tgt.name, O_RDONLY | O_NOFOLLOW |
+	tgt->fd = xopenat(tgt->dirfd, tgt->name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, 0);
 #ifdef O_PATH
 	/* A file we may replace but not read: its metadata is still needed. */
-	if (tgt.fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
-		tgt.fd = xopenat(tgt.dirfd, tgt.name, O_PATH | O_NOFOLLOW |
+	if (tgt->fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
+		tgt->fd = xopenat(tgt->dirfd, tgt->name, O_PATH | O_NOFOLLOW |
 		    O_CLOEXEC, 0);
-		tgt.pathonly = 1;
+		tgt->pathonly = 1;
 	}
 #endif
-	if (tgt.fd < 0 || fstat(tgt.fd, &st) < 0)
+	if (tgt->fd < 0 || fstat(tgt->fd, &st) < 0)
 		fail_errno(opt.target);
 	if (!S_ISREG(st.st_mode))
 		fail(opt.target, "not a regular file");
-	tgt.st = st;
-	tgt.regular = 1;
+	tgt->st = st;
+	tgt->regular = 1;
 	check_protected_regular();
 }
 
@@ -1600,7 +1595,7 @@ still_named(int fd, const char *name)
 {
 	struct stat a, b;
 
-	return fstat(fd, &a) == 0 && fstatat(tgt.dirfd, name, &b,
+	return fstat(fd, &a) == 0 && fstatat(tgt->dirfd, name, &b,
 	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
 }
 
@@ -1668,12 +1663,12 @@ wait_lock(int fd)
 static int
 nothing_to_lock(void)
 {
-	if (fstatat(tgt.dirfd, tgt.name, &tgt.st, AT_SYMLINK_NOFOLLOW) < 0) {
-		tgt.exists = 0;
+	if (fstatat(tgt->dirfd, tgt->name, &tgt->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		tgt->exists = 0;
 		return errno == ENOENT;
 	}
-	tgt.exists = 1;
-	return S_ISLNK(tgt.st.st_mode) && opt.nofollow;
+	tgt->exists = 1;
+	return S_ISLNK(tgt->st.st_mode) && opt.nofollow;
 }
 
 /*
@@ -1688,16 +1683,16 @@ open_lock_file(const char *name)
 	int fd;
 
 	for (;;) {
-		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_NOFOLLOW |
+		fd = xopenat(tgt->dirfd, name, O_RDONLY | O_NOFOLLOW |
 		    O_NONBLOCK | O_CLOEXEC, 0);
 		if (fd >= 0 || errno != ENOENT)
 			return fd;
 		mask = umask(0);
-		fd = xopenat(tgt.dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
+		fd = xopenat(tgt->dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		umask(mask);
 		if (fd < 0 && errno != EEXIST)
-			fail(tgt.dirpath, "cannot create a lock file in this"
+			fail(tgt->dirpath, "cannot create a lock file in this"
 			    " directory: %s", strerror(errno));
 		if (fd >= 0)
 			return fd;
@@ -1713,12 +1708,12 @@ open_lock_file(const char *name)
 static int
 lock_missing(void)
 {
-	char name[NAME_MAX + 1];
+	char name[NAME_MAX + 1], *copy;
 	struct stat st;
 	int fd;
 
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
-	    tgt.name);
+	    tgt->name);
 	if ((fd = open_lock_file(name)) < 0 || fstat(fd, &st) < 0)
 		fail(opt.target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
@@ -1729,13 +1724,15 @@ lock_missing(void)
 		return 0;
 	}
 	if (nothing_to_lock()) {
+		if ((copy = strdup(name)) == NULL)
+			fail_errno(opt.target);
 		block_signals();
-		memcpy(tgt.lockname, name, sizeof name);
+		tgt->lockname = copy;
 		unblock_signals();
 		return 1;
 	}
 	/* The target came meanwhile: whoever holds the lock file removes it. */
-	unlinkat(tgt.dirfd, name, 0);
+	unlinkat(tgt->dirfd, name, 0);
 	close(fd);
 	return 0;
 }
@@ -1752,21 +1749,21 @@ lock_target(void)
 		set_lock_timer(opt.wait);
 	for (;;) {
 		open_target();
-		if (!tgt.regular && lock_missing())
+		if (!tgt->regular && lock_missing())
 			break;
-		if (tgt.regular) {
-			wait_lock(tgt.fd);
-			if (still_named(tgt.fd, tgt.name))
+		if (tgt->regular) {
+			wait_lock(tgt->fd);
+			if (still_named(tgt->fd, tgt->name))
 				break;
-			close(tgt.fd);
-			tgt.fd = -1;
+			close(tgt->fd);
+			tgt->fd = -1;
 		}
-		tgt.exists = fstatat(tgt.dirfd, tgt.name, &tgt.st,
+		tgt->exists = fstatat(tgt->dirfd, tgt->name, &tgt->st,
 		    AT_SYMLINK_NOFOLLOW) == 0;
-		if (!tgt.exists && errno != ENOENT)
+		if (!tgt->exists && errno != ENOENT)
 			fail_errno(opt.target);
-		if (tgt.exists && !S_ISREG(tgt.st.st_mode) &&
-		    !(S_ISLNK(tgt.st.st_mode) && opt.nofollow))
+		if (tgt->exists && !S_ISREG(tgt->st.st_mode) &&
+		    !(S_ISLNK(tgt->st.st_mode) && opt.nofollow))
 			fail(opt.target, "not a regular file");
 	}
 	if (opt.wait > 0)
@@ -1836,9 +1833,9 @@ default_acl_mode(mode_t *mode)
 	unsigned perm[0x21] = { 0 };
 	ssize_t len;
 
-	if ((len = fgetxattr(tgt.dirfd, "system.posix_acl_default", acl,
+	if ((len = fgetxattr(tgt->dirfd, "system.posix_acl_default", acl,
 	    sizeof acl)) < 0 && errno != ENODATA && errno != ENOTSUP)
-		fail(tgt.dirpath, "cannot read the default ACL: %s",
+		fail(tgt->dirpath, "cannot read the default ACL: %s",
 		    strerror(errno));
 	if (len < 12)
 		return;
@@ -1870,23 +1867,23 @@ decide_metadata(void)
 {
 	mode_t mask = 0;
 
-	if (!tgt.regular || (opt.mode != NULL &&
+	if (!tgt->regular || (opt.mode != NULL &&
 	    (*opt.mode < '0' || *opt.mode > '7'))) {
 		mask = umask(0);
 		umask(mask);
 	}
-	tgt.meta.mode = tgt.regular ? tgt.st.st_mode & 07777 : 0666 & ~mask;
-	if (!tgt.regular)
-		default_acl_mode(&tgt.meta.mode);
-	tgt.meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
-	    tgt.regular ? tgt.st.st_uid : (uid_t)-1;
-	tgt.meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
-	    tgt.regular ? tgt.st.st_gid : (gid_t)-1;
-	if (tgt.regular && (tgt.meta.uid != tgt.st.st_uid ||
-	    tgt.meta.gid != tgt.st.st_gid))
-		tgt.meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	tgt->meta.mode = tgt->regular ? tgt->st.st_mode & 07777 : 0666 & ~mask;
+	if (!tgt->regular)
+		default_acl_mode(&tgt->meta.mode);
+	tgt->meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
+	    tgt->regular ? tgt->st.st_uid : (uid_t)-1;
+	tgt->meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
+	    tgt->regular ? tgt->st.st_gid : (gid_t)-1;
+	if (tgt->regular && (tgt->meta.uid != tgt->st.st_uid ||
+	    tgt->meta.gid != tgt->st.st_gid))
+		tgt->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 	if (opt.mode != NULL)
-		parse_mode(opt.mode, tgt.meta.mode, mask, &tgt.meta.mode);
+		parse_mode(opt.mode, tgt->meta.mode, mask, &tgt->meta.mode);
 }
 
 /* Step 2: the temporary file. */
@@ -1924,11 +1921,11 @@ done:
 static long
 name_max(void)
 {
-	long max = fpathconf(tgt.dirfd, _PC_NAME_MAX);
+	long max = fpathconf(tgt->dirfd, _PC_NAME_MAX);
 #ifdef __linux__
 	struct statfs fs;
 
-	if (fstatfs(tgt.dirfd, &fs) == 0 && fs.f_namelen > 0 &&
+	if (fstatfs(tgt->dirfd, &fs) == 0 && fs.f_namelen > 0 &&
 	    (max < 0 || (long)fs.f_namelen < max))
 		max = fs.f_namelen;
 #endif
@@ -1959,10 +1956,10 @@ hidden_name(char *dst, const char *name, const char *suffix, long max)
 static _Noreturn void
 fail_temp(int e)
 {
-	if (tgt.linked)
+	if (tgt->linked)
 		fail(opt.target, "cannot create a temporary file in %s: %s",
-		    tgt.dirpath, strerror(e));
-	fail(tgt.dirpath, "cannot create a temporary file in this directory:"
+		    tgt->dirpath, strerror(e));
+	fail(tgt->dirpath, "cannot create a temporary file in this directory:"
 	    " %s", strerror(e));
 }
 
@@ -1979,11 +1976,11 @@ create_temp(void)
 
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
-		hidden_name(tgt.tmpname, tgt.name, "", max);
-		fd = openat(tgt.dirfd, tgt.tmpname, O_RDWR | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
+		hidden_name(tgt->tmpname, tgt->name, "", max);
+		fd = openat(tgt->dirfd, tgt->tmpname,
+		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
-			tgt.tmpname[0] = '\0';
+			tgt->tmpname[0] = '\0';
 		unblock_signals();
 		if (fd >= 0)
 			return fd;
@@ -2029,7 +2026,7 @@ static void
 write_behind(int fd, off_t end)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	off_t *at = &tgt.behind;
+	off_t *at = &tgt->behind;
 
 	for (; end >= BEHIND_FROM && end - *at >= WINDOW; *at += WINDOW) {
 		if (sync_range(fd, *at, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
@@ -2221,7 +2218,7 @@ open_input(void)
 static off_t
 copy_old(int out)
 {
-	return tgt.regular ? copy_regular(tgt.fd, 0, &tgt.st, out, 0,
+	return tgt->regular ? copy_regular(tgt->fd, 0, &tgt->st, out, 0,
 	    opt.target) : 0;
 }
 
@@ -2356,16 +2353,16 @@ fill_temp(int fd)
 	off_t old, added;
 	int in;
 
-	tgt.behind = 0;			/* each file is written behind anew */
+	tgt->behind = 0;		/* each file is written behind anew */
 	old = opt.append ? copy_old(fd) : 0;
 	if (opt.command != NULL)
 		added = run_command(fd);
 	else {
-		in = tgt.in = open_input();
+		in = tgt->in = open_input();
 		added = copy_fd(in, fd, input_name());
 		if (in != STDIN_FILENO)
 			close(in);
-		tgt.in = -1;
+		tgt->in = -1;
 	}
 	if (opt.noempty && added == 0)
 		fail(opt.target, "input is empty, not replaced (-E)");
@@ -2377,10 +2374,10 @@ fill_temp(int fd)
 static int
 meta_unchanged(void)
 {
-	return tgt.regular && !tgt.pathonly &&
-	    tgt.meta.mode == (tgt.st.st_mode & 07777) &&
-	    (tgt.meta.uid == (uid_t)-1 || tgt.meta.uid == tgt.st.st_uid) &&
-	    (tgt.meta.gid == (gid_t)-1 || tgt.meta.gid == tgt.st.st_gid);
+	return tgt->regular && !tgt->pathonly &&
+	    tgt->meta.mode == (tgt->st.st_mode & 07777) &&
+	    (tgt->meta.uid == (uid_t)-1 || tgt->meta.uid == tgt->st.st_uid) &&
+	    (tgt->meta.gid == (gid_t)-1 || tgt->meta.gid == tgt->st.st_gid);
 }
 
 static int
@@ -2389,12 +2386,12 @@ unchanged(int fd, off_t size)
 	off_t off;
 	ssize_t n;
 
-	if (!meta_unchanged() || size != tgt.st.st_size)
+	if (!meta_unchanged() || size != tgt->st.st_size)
 		return 0;
 	for (off = 0; off < size; off += n) {
 		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
 			fail_errno(opt.target);
-		if (n == 0 || xpread(tgt.fd, cmpbuf, n, off) != n)
+		if (n == 0 || xpread(tgt->fd, cmpbuf, n, off) != n)
 			return 0;
 		if (memcmp(buf, cmpbuf, n) != 0)
 			return 0;
@@ -2414,19 +2411,19 @@ input_unchanged(int e)
 	ssize_t n;
 	int in, same = opt.command == NULL && !opt.append && meta_unchanged();
 
-	in = tgt.in = same ? open_input() : -1;
+	in = tgt->in = same ? open_input() : -1;
 	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
 		if (n < 0)
 			fail_errno(input_name());
-		same = off + n <= tgt.st.st_size &&
-		    xpread(tgt.fd, cmpbuf, n, off) == n &&
+		same = off + n <= tgt->st.st_size &&
+		    xpread(tgt->fd, cmpbuf, n, off) == n &&
 		    memcmp(buf, cmpbuf, n) == 0;
 		off += n;
 	}
 	if (in > STDIN_FILENO)
 		close(in);
-	tgt.in = -1;
-	if (!same || off != tgt.st.st_size || (opt.noempty && off == 0))
+	tgt->in = -1;
+	if (!same || off != tgt->st.st_size || (opt.noempty && off == 0))
 		fail_temp(e);
 	return 1;
 }
@@ -2443,10 +2440,10 @@ old_xattr(const char *name, char *val, size_t n)
 {
 	char proc[64];
 
-	if (!tgt.pathonly)
-		return name != NULL ? fgetxattr(tgt.fd, name, val, n) :
-		    flistxattr(tgt.fd, val, n);
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", tgt.fd);
+	if (!tgt->pathonly)
+		return name != NULL ? fgetxattr(tgt->fd, name, val, n) :
+		    flistxattr(tgt->fd, val, n);
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", tgt->fd);
 	return name != NULL ? getxattr(proc, name, val, n) :
 	    listxattr(proc, val, n);
 }
@@ -2455,10 +2452,10 @@ old_xattr(const char *name, char *val, size_t n)
 static _Noreturn void
 fail_xattr(const char *name)
 {
-	if (tgt.pathonly && errno == ENOENT)
+	if (tgt->pathonly && errno == ENOENT)
 		fail(opt.target, "cannot read its attributes: the file is not"
 		    " readable and /proc is not mounted");
-	if (tgt.pathonly && errno == EACCES)
+	if (tgt->pathonly && errno == EACCES)
 		fail(opt.target, "cannot keep attribute %s: %s (the file is"
 		    " not readable)", name, strerror(errno));
 	if (strcmp(name, "security.capability") == 0 && errno == EPERM)
@@ -2483,7 +2480,7 @@ keep_xattr(const char *name)
 		return 1;
 	if (strcmp(name, "security.capability") != 0)
 		return 0;
-	if (tgt.meta.uid == tgt.st.st_uid && tgt.meta.gid == tgt.st.st_gid)
+	if (tgt->meta.uid == tgt->st.st_uid && tgt->meta.gid == tgt->st.st_gid)
 		return 1;
 	warnx(opt.target, "its file capabilities are dropped, as the owner or"
 	    " group changes (as chown(2) drops them)");
@@ -2527,7 +2524,7 @@ copy_xattrs(int to)
 			fail_xattr(name);
 		if (strcmp(name, "system.posix_acl_access") == 0)
 			acl_apply_mode((unsigned char *)val, len,
-			    tgt.meta.mode);
+			    tgt->meta.mode);
 		if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||
 		    strncmp(name, "security.", 9) == 0))
 			fail_xattr(name);
@@ -2551,9 +2548,9 @@ fail_modeless(const struct stat *st)
 {
 	char type[64] = "?", opts[256];
 
-	mount_of(tgt.dirfd, type, sizeof type, opts, sizeof opts);
+	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
 	fail(opt.target, "cannot set mode %04o: this file system (%s) made it"
-	    " %04o; it does not keep Unix modes", (unsigned)tgt.meta.mode,
+	    " %04o; it does not keep Unix modes", (unsigned)tgt->meta.mode,
 	    type, (unsigned)(st->st_mode & 07777));
 }
 
@@ -2563,37 +2560,37 @@ set_mode(int fd)
 {
 	struct stat st;
 
-	if (fchmod(fd, tgt.meta.mode) < 0)
+	if (fchmod(fd, tgt->meta.mode) < 0)
 		fail(opt.target, "cannot set mode: %s", strerror(errno));
 	if (fstat(fd, &st) < 0)
 		fail_errno(opt.target);
-	if ((st.st_mode & 07777) == tgt.meta.mode)
+	if ((st.st_mode & 07777) == tgt->meta.mode)
 		return;
-	if (!(tgt.meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
-		if (!tgt.regular && opt.mode == NULL)
+	if (!(tgt->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
+		if (!tgt->regular && opt.mode == NULL)
 			return;		/* what open(2) gives */
 		fail_modeless(&st);
 	}
 	fail(opt.target, "cannot set mode %04o: the system made it %04o, as"
 	    " set-group-ID needs membership of the file's group (use -m to"
-	    " choose a mode)", (unsigned)tgt.meta.mode,
+	    " choose a mode)", (unsigned)tgt->meta.mode,
 	    (unsigned)(st.st_mode & 07777));
 }
 
 static void
 apply_metadata(int fd)
 {
-	if ((tgt.meta.uid != (uid_t)-1 || tgt.meta.gid != (gid_t)-1) &&
-	    fchown(fd, tgt.meta.uid, tgt.meta.gid) < 0) {
-		if (errno == EPERM && tgt.regular)
+	if ((tgt->meta.uid != (uid_t)-1 || tgt->meta.gid != (gid_t)-1) &&
+	    fchown(fd, tgt->meta.uid, tgt->meta.gid) < 0) {
+		if (errno == EPERM && tgt->regular)
 			fail(opt.target, "cannot keep owner %lu and group %lu:"
 			    " %s (use -o and -g to choose them)",
-			    (unsigned long)tgt.meta.uid,
-			    (unsigned long)tgt.meta.gid, strerror(errno));
+			    (unsigned long)tgt->meta.uid,
+			    (unsigned long)tgt->meta.gid, strerror(errno));
 		fail(opt.target, "cannot set owner and group: %s",
 		    strerror(errno));
 	}
-	if (tgt.regular)
+	if (tgt->regular)
 		copy_xattrs(fd);
 	set_mode(fd);
 }
@@ -2828,7 +2825,7 @@ flush_data(int fd, int plan)
 static int
 flush_temp(int fd)
 {
-	return flush_data(fd, tgt.plan);
+	return flush_data(fd, tgt->plan);
 }
 
 /*
@@ -2862,7 +2859,7 @@ chattr_refusal(int fd)
 static const char *
 chattr_refusal_at(const char *name)
 {
-	int fd = xopenat(tgt.dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	int fd = xopenat(tgt->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC, 0);
 	const char *why = chattr_refusal(fd);
 
@@ -2878,7 +2875,7 @@ mount_point(const char *name)
 #ifdef HAVE_STATX_MOUNT_ROOT
 	struct statx sx;
 
-	return statx(tgt.dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+	return statx(tgt->dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE,
 	    &sx) == 0 && (sx.stx_attributes_mask & sx.stx_attributes &
 	    STATX_ATTR_MOUNT_ROOT) != 0;
 #else
@@ -2891,11 +2888,11 @@ mount_point(const char *name)
 static void
 check_dir(void)
 {
-	const char *why = chattr_refusal(tgt.dirfd);
+	const char *why = chattr_refusal(tgt->dirfd);
 
 	if (why != NULL)
 		fail(opt.target, "directory %s is %s; cannot be %s",
-		    tgt.dirpath, why, tgt.exists ? "replaced" : "created");
+		    tgt->dirpath, why, tgt->exists ? "replaced" : "created");
 }
 
 /*
@@ -2911,11 +2908,11 @@ check_backup_name(void)
 	const char *why;
 	struct stat st;
 
-	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name,
+	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name,
 	    opt.suffix) > max)
 		fail(opt.target, "cannot make backup: %s",
 		    strerror(ENAMETOOLONG));
-	if (fstatat(tgt.dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(tgt->dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return max;
 	if (S_ISDIR(st.st_mode))
 		fail(opt.target, "cannot make backup %s: %s", bakfinal,
@@ -2926,7 +2923,7 @@ check_backup_name(void)
 	if (S_ISREG(st.st_mode) && (why = chattr_refusal_at(bakfinal)) != NULL)
 		fail(opt.target, "cannot make backup %s: it is %s", bakfinal,
 		    why);
-	return same_file(&st, &tgt.st) ? 0 : max;
+	return same_file(&st, &tgt->st) ? 0 : max;
 }
 
 /*
@@ -2940,7 +2937,7 @@ check_backup_name(void)
 static int
 keep_old(void)
 {
-	return tgt.plan == PLAN_NOJOURNAL;
+	return tgt->plan == PLAN_NOJOURNAL;
 }
 
 /*
@@ -2968,7 +2965,7 @@ fail_nolink(void)
 	char type[64] = "?", opts[256];
 	int e = errno;
 
-	mount_of(tgt.dirfd, type, sizeof type, opts, sizeof opts);
+	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
 	fail(opt.target, "cannot make backup: -b needs a hard link to the old"
 	    " file, which this file system (%s) refused: %s", type,
 	    strerror(e));
@@ -2988,23 +2985,40 @@ fail_link(void)
 }
 
 /*
+ * The hidden link's name in tgt->bakname, its buffer allocated empty the
+ * first time (the signal handler may look at it from then on).
+ */
+static void
+name_backup_link(long max)
+{
+	char *s;
+
+	if (tgt->bakname == NULL) {
+		if ((s = calloc(1, NAME_MAX + 1)) == NULL)
+			fail_errno(opt.target);
+		tgt->bakname = s;
+	}
+	hidden_name(tgt->bakname, tgt->name, opt.suffix, max);
+}
+
+/*
  * -b where there are no hard links (exFAT, vfat): found before the command
  * runs or the input is read, by making the link and removing it at once.
  */
 static void
 probe_link(long max)
 {
-	hidden_name(tgt.bakname, tgt.name, opt.suffix, max);
-	if (linkat(tgt.dirfd, tgt.name, tgt.dirfd, tgt.bakname, 0) < 0) {
-		tgt.bakname[0] = '\0';
+	name_backup_link(max);
+	if (linkat(tgt->dirfd, tgt->name, tgt->dirfd, tgt->bakname, 0) < 0) {
+		tgt->bakname[0] = '\0';
 		if (errno != ENOENT)	/* ENOENT: as in link_backup */
 			fail_link();
 		return;
 	}
 	/* Not removed: it is litter, removed on the way out. */
-	if (unlinkat(tgt.dirfd, tgt.bakname, 0) < 0)
+	if (unlinkat(tgt->dirfd, tgt->bakname, 0) < 0)
 		fail(opt.target, "cannot make backup: %s", strerror(errno));
-	tgt.bakname[0] = '\0';
+	tgt->bakname[0] = '\0';
 }
 
 static void
@@ -3013,18 +3027,18 @@ link_backup(void)
 	long max;
 	int tries;
 
-	if (!tgt.exists || (!opt.backup && !keep_old()))
+	if (!tgt->exists || (!opt.backup && !keep_old()))
 		return;
 	if (!opt.backup)
 		max = name_max();
 	else if ((max = check_backup_name()) == 0)
 		return;		/* it already is the old file */
-	hidden_name(tgt.bakname, tgt.name, opt.suffix, max);
+	name_backup_link(max);
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; linkat(tgt.dirfd, tgt.name, tgt.dirfd, tgt.bakname,
+	for (tries = 0; linkat(tgt->dirfd, tgt->name, tgt->dirfd, tgt->bakname,
 	    0) < 0; tries++)
 		if (errno != ENOENT || tries == 100) {
-			tgt.bakname[0] = '\0';
+			tgt->bakname[0] = '\0';
 			/* keep_old() asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
@@ -3045,12 +3059,12 @@ check_replaceable(int backup)
 
 	const char *why;
 
-	if (!tgt.exists)
+	if (!tgt->exists)
 		return;
-	if (mount_point(tgt.name))
+	if (mount_point(tgt->name))
 		fail(opt.target, "is a mount point and cannot be replaced: %s",
 		    strerror(EBUSY));
-	if ((why = chattr_refusal(tgt.fd)) != NULL)
+	if ((why = chattr_refusal(tgt->fd)) != NULL)
 		fail(opt.target, "is %s; cannot be replaced", why);
 	if (backup && opt.backup && (max = check_backup_name()) != 0)
 		probe_link(max);
@@ -3062,20 +3076,20 @@ rename_backup(void)
 	char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 	struct stat st;
 
-	if (tgt.bakname[0] == '\0' || !opt.backup)
+	if (tgt->bakname == NULL || tgt->bakname[0] == '\0' || !opt.backup)
 		return 0;
-	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt.name, opt.suffix);
-	if (renameat(tgt.dirfd, tgt.bakname, tgt.dirfd, bakfinal) < 0) {
+	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name, opt.suffix);
+	if (renameat(tgt->dirfd, tgt->bakname, tgt->dirfd, bakfinal) < 0) {
 		warnx(opt.target, "replaced, but the previous version could not"
 		    " be renamed to %s: %s; it is kept as %s/%s", bakfinal,
-		    strerror(errno), tgt.dirpath, tgt.bakname);
-		tgt.bakname[0] = '\0';
+		    strerror(errno), tgt->dirpath, tgt->bakname);
+		tgt->bakname[0] = '\0';
 		return -1;
 	}
 	/* Already another name of the same file: rename(2) did nothing. */
-	if (fstatat(tgt.dirfd, tgt.bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		unlinkat(tgt.dirfd, tgt.bakname, 0);
-	tgt.bakname[0] = '\0';
+	if (fstatat(tgt->dirfd, tgt->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		unlinkat(tgt->dirfd, tgt->bakname, 0);
+	tgt->bakname[0] = '\0';
 	return 0;
 }
 
@@ -3083,7 +3097,7 @@ rename_backup(void)
 static int
 rename_over(char *tmp)
 {
-	if (renameat(tgt.dirfd, tmp, tgt.dirfd, tgt.name) < 0) {
+	if (renameat(tgt->dirfd, tmp, tgt->dirfd, tgt->name) < 0) {
 		if (errno == EBUSY)
 			fail(opt.target, "is a mount point and cannot be"
 			    " replaced: %s", strerror(errno));
@@ -3128,10 +3142,10 @@ flush_named(int dirfd, const char *name, int fd)
 static int
 drop_old_link(void)
 {
-	if (opt.backup || tgt.bakname[0] == '\0')
+	if (opt.backup || tgt->bakname == NULL || tgt->bakname[0] == '\0')
 		return 0;
-	unlink_litter(tgt.dirfd, tgt.dirpath, tgt.bakname, "backup link", 1);
-	return flush_fd(tgt.dirfd);
+	unlink_litter(tgt->dirfd, tgt->dirpath, tgt->bakname, "backup link", 1);
+	return flush_fd(tgt->dirfd);
 }
 
 /*
@@ -3178,14 +3192,14 @@ commit(int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
 	int status = 0, r, e;
-	int flush = dir_flush(tgt.plan, tgt.exists);
+	int flush = dir_flush(tgt->plan, tgt->exists);
 	/* The rename made durable: by the directory's flush; PLAN_FILELOG:
 	   by the new file's instead; PLAN_FUSE: by both, as the server may
 	   not pass the directory's on (the file's commits the rename on the
 	   file system underneath).  The file is flushed through FD, kept
 	   open across the rename: its mode may not let it be opened again. */
-	int dirflush = flush && !(tgt.plan & PLAN_FILELOG);
-	int fileflush = flush && (tgt.plan & (PLAN_FILELOG | PLAN_FUSE));
+	int dirflush = flush && !(tgt->plan & PLAN_FILELOG);
+	int fileflush = flush && (tgt->plan & (PLAN_FILELOG | PLAN_FUSE));
 
 	if (!fileflush) {
 		if (close(fd) < 0)
@@ -3193,19 +3207,19 @@ commit(int fd)
 		fd = -1;
 	}
 	/* A FUSE server hides a file still open when it is renamed over. */
-	if (tgt.fd >= 0 && !opt.lock) {
-		close(tgt.fd);
-		tgt.fd = -1;
+	if (tgt->fd >= 0 && !opt.lock) {
+		close(tgt->fd);
+		tgt->fd = -1;
 	}
-	if (rename_over(tgt.tmpname) < 0)
+	if (rename_over(tgt->tmpname) < 0)
 		status = late;
-	if (dirflush && flush_fd(tgt.dirfd) < 0) {
+	if (dirflush && flush_fd(tgt->dirfd) < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
-		    tgt.dirpath, strerror(errno));
+		    tgt->dirpath, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		keep_old_link(opt.target, tgt.dirpath, tgt.bakname);
+		keep_old_link(opt.target, tgt->dirpath, tgt->bakname);
 		return late;
 	}
 	if (fd >= 0) {			/* fileflush */
@@ -3221,11 +3235,11 @@ commit(int fd)
 	}
 	if (drop_old_link() < 0) {
 		warnx(opt.target, "replaced, but flushing directory %s failed:"
-		    " %s", tgt.dirpath, strerror(errno));
+		    " %s", tgt->dirpath, strerror(errno));
 		return late;
 	}
 	if (opt.verbose)
-		warnx(opt.target, tgt.exists ? "replaced" : "created");
+		warnx(opt.target, tgt->exists ? "replaced" : "created");
 	return status;
 }
 
@@ -3238,7 +3252,7 @@ static int
 finish_unchanged(void)
 {
 	remove_litter(1);
-	if (opt.sync && (flush_fd(tgt.fd) < 0 || flush_fd(tgt.dirfd) < 0))
+	if (opt.sync && (flush_fd(tgt->fd) < 0 || flush_fd(tgt->dirfd) < 0))
 		fail(opt.target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
 	if (opt.verbose)
@@ -3284,7 +3298,7 @@ static int lostbackup;		/* replaced, but a backup was not renamed */
 
 /* Flush J's files one by one: no syncfs errors, or syncfs not proven there. */
 static int
-per_file(const struct job *j)
+per_file(const struct file *j)
 {
 	return perfile || !(j->plan & PLAN_SYNCFS);
 }
@@ -3321,21 +3335,18 @@ flush_fs(int fd)
 #endif
 }
 
-/* Make job J the target of the single-file steps. */
+/*
+ * Make job J the target of the single-file steps.  Nothing of the job
+ * before it carries over: each starts zeroed (add_job), and its
+ * descriptors are closed and set to -1 as it leaves prepare_job or fails
+ * (drop_job).
+ */
 static void
-load_job(struct job *j)
+load_job(struct file *j)
 {
 	opt.target = j->target;
 	opt.input = j->source;
-	tgt.dirpath = j->dirpath;
-	tgt.dirfd = j->dirfd;
-	tgt.name = j->name;
-	tgt.exists = j->exists;
-	tgt.linked = j->linked;
-	tgt.plan = j->plan;
-	tgt.st = j->st;
-	tgt.regular = tgt.pathonly = 0;
-	tgt.fd = tgt.in = -1;
+	tgt = j;
 }
 
 /* What fail() left open. */
@@ -3344,16 +3355,16 @@ drop_job(void)
 {
 	size_t i;
 
-	if (tgt.fd >= 0)
-		close(tgt.fd);
-	if (tgt.in > STDIN_FILENO)
-		close(tgt.in);
-	if (tgt.newfd >= 0)
-		close(tgt.newfd);
-	tgt.fd = tgt.in = tgt.newfd = -1;
-	for (i = 0; i < sizeof tgt.held / sizeof tgt.held[0]; i++) {
-		free(tgt.held[i]);
-		tgt.held[i] = NULL;
+	if (tgt->fd >= 0)
+		close(tgt->fd);
+	if (tgt->in > STDIN_FILENO)
+		close(tgt->in);
+	if (tgt->newfd >= 0)
+		close(tgt->newfd);
+	tgt->fd = tgt->in = tgt->newfd = -1;
+	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++) {
+		free(tgt->held[i]);
+		tgt->held[i] = NULL;
 	}
 }
 
@@ -3387,43 +3398,37 @@ make_dirtab(void)
 }
 
 static void
-resolve_job(struct job *j)
+resolve_job(struct file *j)
 {
 	struct stat dir;
 	size_t *slot;
 
 	load_job(j);
 	resolve_target();
-	if (fstat(tgt.dirfd, &dir) < 0)
-		fail_errno(tgt.dirpath);
-	j->dirpath = tgt.dirpath;
-	j->name = tgt.name;
-	j->exists = tgt.exists;
-	j->linked = tgt.linked;
-	j->st = tgt.st;
+	if (fstat(tgt->dirfd, &dir) < 0)
+		fail_errno(tgt->dirpath);
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
 	j->dir = j - jobs;
 	if (*(slot = dir_slot(j->dev, j->ino)) != 0) {
-		close(tgt.dirfd);
+		close(tgt->dirfd);
 		j->dir = *slot - 1;
+		j->dirfd = jobs[j->dir].dirfd;
 	} else
 		*slot = j->dir + 1;
-	j->dirfd = jobs[j->dir].dirfd == -1 ? tgt.dirfd : jobs[j->dir].dirfd;
 	if (j->dir != (size_t)(j - jobs))
 		j->plan = jobs[j->dir].plan;
 	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
 		j->plan = fs_plan(j->dirfd, 0);
-	tgt.dirfd = -1;
 }
 
 static int
 by_place(const void *a, const void *b)
 {
-	const struct job *x = *(struct job *const *)a;
-	const struct job *y = *(struct job *const *)b;
+	const struct file *x = *(struct file *const *)a;
+	const struct file *y = *(struct file *const *)b;
 
 	if (x->dir != y->dir)
 		return x->dir < y->dir ? -1 : 1;
@@ -3435,10 +3440,10 @@ by_place(const void *a, const void *b)
  * one of its two new versions lost.  V holds the N targets, sorted.
  */
 static void
-check_backup_names(struct job **v, size_t n)
+check_backup_names(struct file **v, size_t n)
 {
 	char name[2 * NAME_MAX + 2];
-	struct job key, *k = &key, **hit;
+	struct file key, *k = &key, **hit;
 	size_t i;
 
 	for (i = 0; opt.backup && i < n; i++) {
@@ -3457,7 +3462,7 @@ check_backup_names(struct job **v, size_t n)
 static void
 check_duplicates(void)
 {
-	struct job **v = xmalloc(njobs * sizeof *v);
+	struct file **v = xmalloc(njobs * sizeof *v);
 	size_t i, n = 0;
 
 	for (i = 0; i < njobs; i++)
@@ -3481,7 +3486,7 @@ check_duplicates(void)
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
 static void
-check_job_dir(struct job *j)
+check_job_dir(struct file *j)
 {
 	/* Its first target's check stands for the others, unless it failed. */
 	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
@@ -3492,38 +3497,38 @@ check_job_dir(struct job *j)
 
 /* Steps 2 to 4; the new file waits, closed, under its temporary name. */
 static void
-prepare_job(struct job *j)
+prepare_job(struct file *j)
 {
 	off_t size;
 
 	load_job(j);
 	open_target();
 	decide_metadata();
-	tgt.newfd = create_temp();
-	size = tgt.newfd >= 0 ? fill_temp(tgt.newfd) : 0;
-	if (opt.ifchanged && (tgt.newfd < 0 ? input_unchanged(-tgt.newfd) :
-	    unchanged(tgt.newfd, size))) {
+	tgt->newfd = create_temp();
+	size = tgt->newfd >= 0 ? fill_temp(tgt->newfd) : 0;
+	if (opt.ifchanged && (tgt->newfd < 0 ? input_unchanged(-tgt->newfd) :
+	    unchanged(tgt->newfd, size))) {
 		j->state = UNCHANGED;
 		block_signals();
-		unlinkat(tgt.dirfd, tgt.tmpname, 0);
-		tgt.tmpname[0] = '\0';
+		unlinkat(tgt->dirfd, tgt->tmpname, 0);
+		tgt->tmpname[0] = '\0';
 		unblock_signals();
-		if (per_file(j) && opt.sync && flush_fd(tgt.fd) < 0)
+		if (per_file(j) && opt.sync && flush_fd(tgt->fd) < 0)
 			fail(opt.target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
 		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
 	} else {
 		check_replaceable(0);
-		apply_metadata(tgt.newfd);
+		apply_metadata(tgt->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
-		    flush_data(tgt.newfd, j->plan) < 0)
+		    flush_data(tgt->newfd, j->plan) < 0)
 			fail(opt.target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
 		if (!per_file(j) && !(j->plan & PLAN_ORDERED))
-			sync_file_range(tgt.newfd, 0, 0,
+			sync_file_range(tgt->newfd, 0, 0,
 			    SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
@@ -3532,21 +3537,16 @@ prepare_job(struct job *j)
 		   descriptor till then (only these: a descriptor each would
 		   not scale). */
 		if ((j->plan & PLAN_FUSE) && opt.sync &&
-		    !(tgt.meta.mode & (S_IRUSR | S_IWUSR))) {
-			j->fd = tgt.newfd;
-			tgt.newfd = -1;
+		    !(tgt->meta.mode & (S_IRUSR | S_IWUSR))) {
+			j->keptfd = tgt->newfd;
+			tgt->newfd = -1;
 		}
 	}
-	if (tgt.newfd >= 0 && close(tgt.newfd) < 0) {
-		tgt.newfd = -1;
+	if (tgt->newfd >= 0 && close(tgt->newfd) < 0) {
+		tgt->newfd = -1;
 		fail_errno(opt.target);
 	}
-	tgt.newfd = -1;
-	block_signals();
-	memcpy(j->tmpname, tgt.tmpname, sizeof tgt.tmpname);
-	tgt.tmpname[0] = '\0';
-	unblock_signals();
-	j->st = tgt.st;
+	tgt->newfd = -1;
 	drop_job();
 }
 
@@ -3555,7 +3555,7 @@ prepare_job(struct job *j)
  * does not order, and an unchanged file that -C promises is on the disk.
  */
 static int
-needs_syncfs(const struct job *j)
+needs_syncfs(const struct file *j)
 {
 	return !per_file(j) && ((j->state == READY &&
 	    !(j->plan & PLAN_ORDERED)) || (j->state == UNCHANGED && opt.sync));
@@ -3611,40 +3611,17 @@ flush_new_files(void)
 
 /* -b: job J's hidden link, made before any target is renamed. */
 static void
-link_job_backup(struct job *j)
+link_job_backup(struct file *j)
 {
-	char *name;
-
 	load_job(j);
 	link_backup();
-	if (tgt.bakname[0] == '\0')
-		return;
-	if ((name = strdup(tgt.bakname)) == NULL)
-		fail_errno(opt.target);
-	block_signals();
-	j->bakname = name;
-	tgt.bakname[0] = '\0';
-	unblock_signals();
-}
-
-/* The hidden link becomes the one rename_over renames to TARGET~. */
-static void
-take_backup(struct job *j)
-{
-	if (j->bakname == NULL || !opt.backup)
-		return;		/* keep_old(): removed after the flushes */
-	/* Signals are held: the handler never sees the name in both places. */
-	snprintf(tgt.bakname, sizeof tgt.bakname, "%s", j->bakname);
-	free(j->bakname);
-	j->bakname = NULL;
 }
 
 /* Step 6 for one file. */
 static void
-rename_job(struct job *j)
+rename_job(struct file *j)
 {
 	load_job(j);
-	take_backup(j);
 	if (rename_over(j->tmpname) < 0)
 		lostbackup = 3;
 	j->state = REPLACED;
@@ -3661,10 +3638,10 @@ flush_fuse_renames(void)
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {
-			if (jobs[i].fd >= 0)
-				close(jobs[i].fd);
+			if (jobs[i].keptfd >= 0)
+				close(jobs[i].keptfd);
 		} else if (flush_named(jobs[i].dirfd, jobs[i].name,
-		    jobs[i].fd) < 0) {
+		    jobs[i].keptfd) < 0) {
 			warnx(jobs[i].target, "replaced, but flushing it failed:"
 			    " %s; the new content may not survive a crash",
 			    strerror(errno));
@@ -3706,18 +3683,21 @@ flush_dirs(void)
 
 /* A target that failed: close what fail() left open. */
 static size_t
-fail_job(struct job *j)
+fail_job(struct file *j)
 {
 	drop_job();
-	if (j->dirfd < 0) {		/* resolve_job had not kept these */
-		if (tgt.dirfd >= 0)
-			close(tgt.dirfd);
-		j->dirpath = tgt.dirpath;
-		j->name = tgt.name;
-	}
-	tgt.dirfd = -1;
 	j->state = FAILED;
 	return 1;
+}
+
+/* One that failed in resolve_job: its directory is not shared yet. */
+static size_t
+fail_resolve(struct file *j)
+{
+	if (j->dirfd >= 0)
+		close(j->dirfd);
+	j->dirfd = -1;
+	return fail_job(j);
 }
 
 /* How it ended, for each target; stdout for --print-changed. */
@@ -3749,7 +3729,7 @@ report_jobs(size_t done, size_t left, int status)
 
 /* Run STEP for job J; 0 if it failed (fail() comes back here). */
 static int
-run_step(void (*step)(struct job *), struct job *j)
+run_step(void (*step)(struct file *), struct file *j)
 {
 	if (sigsetjmp(jobfail, 1) != 0) {
 		onfail = NULL;
@@ -3764,8 +3744,8 @@ run_step(void (*step)(struct job *), struct job *j)
 static int
 by_folded_place(const void *a, const void *b)
 {
-	const struct job *x = *(struct job *const *)a;
-	const struct job *y = *(struct job *const *)b;
+	const struct file *x = *(struct file *const *)a;
+	const struct file *y = *(struct file *const *)b;
 
 	if (x->dir != y->dir)
 		return x->dir < y->dir ? -1 : 1;
@@ -3779,7 +3759,7 @@ by_folded_place(const void *a, const void *b)
  * different inode numbers, so comparing inodes cannot tell.)
  */
 static int
-folds_case(const struct job *j)
+folds_case(const struct file *j)
 {
 	char other[NAME_MAX + 1];
 	struct stat st;
@@ -3798,7 +3778,7 @@ folds_case(const struct job *j)
 static void
 check_case_duplicates(void)
 {
-	struct job **v = xmalloc(njobs * sizeof *v), *j;
+	struct file **v = xmalloc(njobs * sizeof *v), *j;
 	size_t i, n = 0;
 
 	for (i = 0; i < njobs; i++)
@@ -3849,7 +3829,7 @@ replace_many(void)
 	make_dirtab();
 	for (i = 0; i < njobs; i++)
 		if (!run_step(resolve_job, &jobs[i]))
-			failed += fail_job(&jobs[i]);
+			failed += fail_resolve(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && !run_step(check_job_dir, &jobs[i]))
@@ -3902,9 +3882,12 @@ main(int argc, char *argv[])
 	setup_signals();
 	if (opt.targetdir != NULL || opt.batch != NULL)
 		return replace_many();
+	jobs = xjobs(1);
+	add_job(opt.target, opt.input != NULL ? opt.input : "-");
+	tgt = &jobs[0];
 	resolve_target();
 	check_dir();
-	tgt.plan = fs_plan(tgt.dirfd, !opt.backup);
+	tgt->plan = fs_plan(tgt->dirfd, !opt.backup);
 	if (opt.lock)
 		lock_target();
 	else
