@@ -102,23 +102,29 @@
 #define BEHIND_FROM	((off_t)64 << 20)	/* write behind past this size */
 #define WINDOW		((off_t)8 << 20)	/* ... a window at a time */
 
+/*
+ * The options: written by parse_options (and parse_owner, parse_wait) only,
+ * read-only afterwards (make lint checks it).  What differs from one target
+ * to the next is in its struct file.
+ */
 static struct {
 	int	 append, backup, ifchanged, lock, noempty, nofollow;
 	int	 parents, printchanged, sync, verbose;
 	int	 null;			/* -z: --print-changed ends names with NUL */
 	double	 wait;			/* -w seconds; -1: wait forever */
 	const char *waitarg;		/* ... as the user typed them */
-	const char *input;		/* NULL: standard input */
+	const char *input;		/* -i, NULL: standard input */
 	const char *mode;
 	uid_t	 uid;			/* (uid_t)-1: keep or default */
 	gid_t	 gid;
 	const char *suffix;
-	const char *target;		/* as the user typed it */
+	const char *target;		/* the one-file form's, as typed */
 	char	**command;		/* NULL: not command mode */
 	const char *targetdir;		/* -t DIRECTORY */
 	const char *batch;		/* --batch=LIST */
+	int	 failstatus;		/* 1, or 125 in command mode */
 } opt = { .sync = 1, .wait = -1, .uid = (uid_t)-1, .gid = (gid_t)-1,
-    .suffix = "~" };
+    .suffix = "~", .failstatus = 1 };
 
 /*
  * A file to replace: the target (one, or each of -t's and --batch's), its
@@ -166,7 +172,6 @@ static volatile sig_atomic_t caught;
 static volatile sig_atomic_t lock_timeout;	/* -w: the time is up */
 static sigset_t fatalsigs, origmask;
 static sigset_t cmdmask;			/* as it was on entry, for a command */
-static int failstatus = 1;		/* 125 in command mode */
 static int stdin_closed;		/* it holds a placeholder, not an input */
 static const int fatal[] = { SIGHUP, SIGINT, SIGPIPE, SIGTERM };
 static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
@@ -349,7 +354,7 @@ fail(const char *path, const char *fmt, ...)
 	remove_litter(1);
 	if (onfail != NULL)
 		siglongjmp(*onfail, 1);
-	exit(failstatus);
+	exit(opt.failstatus);
 }
 
 static _Noreturn void
@@ -988,7 +993,7 @@ parse_options(int argc, char *argv[])
 	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
 		usage_hint("stdin: is a terminal; use -i - to read from it");
 	if (opt.command != NULL)
-		failstatus = 125;
+		opt.failstatus = 125;
 	/* Two appends of the same old content would lose a line; -w waits. */
 	if (opt.append || opt.wait >= 0)
 		opt.lock = 1;
@@ -1367,13 +1372,13 @@ fail_dir(const char *path, const char *display, const struct walk *w)
 	while (in > 1 && path[in - 1] == '/')
 		in--;
 	if (w->made > 0)
-		fail(opt.target, "cannot create directory %.*s in %.*s: %s",
+		fail(tgt->target, "cannot create directory %.*s in %.*s: %s",
 		    (int)w->made, path, in > 0 ? (int)in : 1,
 		    in > 0 ? path : ".", strerror(errno));
 	if (w->refused)
 		fail_planted(w->link, "following a link", w->owner, w->at);
 	if (tgt->linked)
-		fail(opt.target, "%s: %s", display, strerror(errno));
+		fail(tgt->target, "%s: %s", display, strerror(errno));
 	fail_errno(display);
 }
 
@@ -1454,10 +1459,10 @@ read_link(const struct stat *st)
 	ssize_t len;
 
 	if ((len = readlinkat(tgt->dirfd, tgt->name, link, n)) < 0)
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	if ((size_t)len >= n) {
 		errno = ENAMETOOLONG;
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	}
 	link[len] = '\0';
 	return link;
@@ -1471,7 +1476,7 @@ static void
 check_proc_link(void)
 {
 	if (in_procfs(tgt->dirfd))
-		fail(opt.target, "refusing to follow a link in /proc: it stands"
+		fail(tgt->target, "refusing to follow a link in /proc: it stands"
 		    " for an open file, which cannot be replaced");
 }
 
@@ -1516,26 +1521,26 @@ resolve_target(void)
 	char *dir;
 	int hops;
 
-	if (*opt.target == '\0') {
+	if (*tgt->target == '\0') {
 		errno = ENOENT;
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	}
-	split_path(opt.target, &dir, &tgt->name);
+	split_path(tgt->target, &dir, &tgt->name);
 	hold(dir);
 	if (names_dir(tgt->name)) {
-		if (stat(opt.target, &tgt->st) < 0)
-			fail_errno(opt.target);
-		fail(opt.target, "not a regular file");
+		if (stat(tgt->target, &tgt->st) < 0)
+			fail_errno(tgt->target);
+		fail(tgt->target, "not a regular file");
 	}
 	enter_dir(AT_FDCWD, dir, dir);
 	unhold(dir, 0);
 	for (hops = 0;; hops++) {
 		if (names_dir(tgt->name))
-			fail(opt.target, "not a regular file");
+			fail(tgt->target, "not a regular file");
 		if (fstatat(tgt->dirfd, tgt->name, &tgt->st,
 		    AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
-				fail_errno(opt.target);
+				fail_errno(tgt->target);
 			tgt->exists = 0;
 			return;
 		}
@@ -1544,12 +1549,12 @@ resolve_target(void)
 			break;
 		if (hops == MAX_HOPS) {
 			errno = ELOOP;
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		}
 		follow_link(&tgt->st);
 	}
 	if (!S_ISREG(tgt->st.st_mode) && !S_ISLNK(tgt->st.st_mode))
-		fail(opt.target, "not a regular file");
+		fail(tgt->target, "not a regular file");
 }
 
 /*
@@ -1575,9 +1580,9 @@ open_target(void)
 	}
 #endif
 	if (tgt->fd < 0 || fstat(tgt->fd, &st) < 0)
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	if (!S_ISREG(st.st_mode))
-		fail(opt.target, "not a regular file");
+		fail(tgt->target, "not a regular file");
 	tgt->st = st;
 	tgt->regular = 1;
 	check_protected_regular();
@@ -1633,7 +1638,7 @@ set_lock_timer(double seconds)
 		it.it_interval.tv_usec = 10000;
 	}
 	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
-		fail(opt.target, "cannot set the timer of -w: %s",
+		fail(tgt->target, "cannot set the timer of -w: %s",
 		    strerror(errno));
 	if (seconds == 0)
 		sigaction(SIGALRM, &orig, NULL);
@@ -1651,9 +1656,9 @@ wait_lock(int fd)
 	if (r == 0)
 		return;
 	if (lock_timeout || errno == EWOULDBLOCK)
-		fail(opt.target, "lock is busy: gave up after %s seconds (-w)",
+		fail(tgt->target, "lock is busy: gave up after %s seconds (-w)",
 		    opt.waitarg);
-	fail(opt.target, "cannot lock: %s", strerror(errno));
+	fail(tgt->target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1715,9 +1720,9 @@ lock_missing(void)
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
 	    tgt->name);
 	if ((fd = open_lock_file(name)) < 0 || fstat(fd, &st) < 0)
-		fail(opt.target, "cannot lock: %s", strerror(errno));
+		fail(tgt->target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		fail(opt.target, "cannot lock: %s is not a regular file", name);
+		fail(tgt->target, "cannot lock: %s is not a regular file", name);
 	wait_lock(fd);
 	if (!still_named(fd, name)) {
 		close(fd);
@@ -1725,7 +1730,7 @@ lock_missing(void)
 	}
 	if (nothing_to_lock()) {
 		if ((copy = strdup(name)) == NULL)
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		block_signals();
 		tgt->lockname = copy;
 		unblock_signals();
@@ -1761,10 +1766,10 @@ lock_target(void)
 		tgt->exists = fstatat(tgt->dirfd, tgt->name, &tgt->st,
 		    AT_SYMLINK_NOFOLLOW) == 0;
 		if (!tgt->exists && errno != ENOENT)
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		if (tgt->exists && !S_ISREG(tgt->st.st_mode) &&
 		    !(S_ISLNK(tgt->st.st_mode) && opt.nofollow))
-			fail(opt.target, "not a regular file");
+			fail(tgt->target, "not a regular file");
 	}
 	if (opt.wait > 0)
 		set_lock_timer(0);
@@ -1784,7 +1789,7 @@ lock_new_file(int fd)
 		while ((r = flock(dup, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
 			;
 	if (r < 0)
-		fail(opt.target, "cannot lock: %s", strerror(errno));
+		fail(tgt->target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1957,7 +1962,7 @@ static _Noreturn void
 fail_temp(int e)
 {
 	if (tgt->linked)
-		fail(opt.target, "cannot create a temporary file in %s: %s",
+		fail(tgt->target, "cannot create a temporary file in %s: %s",
 		    tgt->dirpath, strerror(e));
 	fail(tgt->dirpath, "cannot create a temporary file in this directory:"
 	    " %s", strerror(e));
@@ -1997,8 +2002,7 @@ create_temp(void)
 static const char *
 input_name(void)
 {
-	return opt.input != NULL && strcmp(opt.input, "-") != 0 ?
-	    opt.input : "stdin";
+	return strcmp(tgt->source, "-") != 0 ? tgt->source : "stdin";
 }
 
 /* Errors that surely come from the file being written. */
@@ -2012,7 +2016,7 @@ dest_error(int e)
 static _Noreturn void
 fail_write(void)
 {
-	fail(opt.target, "cannot write the new content: %s", strerror(errno));
+	fail(tgt->target, "cannot write the new content: %s", strerror(errno));
 }
 
 /*
@@ -2199,17 +2203,17 @@ open_input(void)
 	struct walk w = { 0 };
 	int fd;
 
-	if (opt.input == NULL || strcmp(opt.input, "-") == 0) {
+	if (strcmp(tgt->source, "-") == 0) {
 		if (stdin_closed) {
 			errno = EBADF;
 			fail_errno("stdin");
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = walk_dir(AT_FDCWD, opt.input, O_RDONLY, &w)) < 0) {
+	if ((fd = walk_dir(AT_FDCWD, tgt->source, O_RDONLY, &w)) < 0) {
 		if (w.refused)
 			fail_planted(w.link, "following a link", w.owner, w.at);
-		fail_errno(opt.input);
+		fail_errno(tgt->source);
 	}
 	return fd;
 }
@@ -2219,17 +2223,17 @@ static off_t
 copy_old(int out)
 {
 	return tgt->regular ? copy_regular(tgt->fd, 0, &tgt->st, out, 0,
-	    opt.target) : 0;
+	    tgt->target) : 0;
 }
 
 static void
 describe_status(const char *cmd, int status)
 {
 	if (WIFSIGNALED(status))
-		warnx(opt.target, "not replaced: %s killed by signal %d", cmd,
+		warnx(tgt->target, "not replaced: %s killed by signal %d", cmd,
 		    WTERMSIG(status));
 	else
-		warnx(opt.target, "not replaced: %s exited with status %d",
+		warnx(tgt->target, "not replaced: %s exited with status %d",
 		    cmd, WEXITSTATUS(status));
 }
 
@@ -2265,11 +2269,11 @@ exec_failed(pid_t pid, int e)
 	child = 0;
 	remove_litter(1);
 	if (e == ENOENT)
-		warnx(opt.target, "not replaced: command '%s' not found%s",
+		warnx(tgt->target, "not replaced: command '%s' not found%s",
 		    opt.command[0], *opt.command[0] == '-' ?
 		    " (options go before the target)" : "");
 	else
-		warnx(opt.target, "not replaced: command '%s' cannot be run:"
+		warnx(tgt->target, "not replaced: command '%s' cannot be run:"
 		    " %s", opt.command[0], strerror(e));
 	exit(e == ENOENT ? 127 : 126);
 }
@@ -2283,7 +2287,7 @@ wait_command(pid_t pid)
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
-			fail(opt.target, "cannot wait for %s: %s",
+			fail(tgt->target, "cannot wait for %s: %s",
 			    opt.command[0], strerror(errno));
 	block_signals();
 	child = 0;
@@ -2324,7 +2328,7 @@ run_command(int out)
 	block_signals();
 	if (cloexec_pipe(p) < 0 || cloexec_pipe(report) < 0 ||
 	    (pid = fork()) < 0)
-		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		fail(tgt->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	if (pid == 0)
 		exec_command(p[1], report[1]);
@@ -2332,11 +2336,11 @@ run_command(int out)
 	unblock_signals();
 	/* Holding a writing end ourselves, we would wait for ever. */
 	if (close(p[1]) < 0 || close(report[1]) < 0)
-		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		fail(tgt->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	/* End of file: the exec succeeded and closed the report pipe. */
 	if ((n = xread(report[0], &e, sizeof e)) < 0)
-		fail(opt.target, "cannot run %s: %s", opt.command[0],
+		fail(tgt->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	close(report[0]);
 	if (n == sizeof e)
@@ -2365,7 +2369,7 @@ fill_temp(int fd)
 		tgt->in = -1;
 	}
 	if (opt.noempty && added == 0)
-		fail(opt.target, "input is empty, not replaced (-E)");
+		fail(tgt->target, "input is empty, not replaced (-E)");
 	return old + added;
 }
 
@@ -2390,7 +2394,7 @@ unchanged(int fd, off_t size)
 		return 0;
 	for (off = 0; off < size; off += n) {
 		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		if (n == 0 || xpread(tgt->fd, cmpbuf, n, off) != n)
 			return 0;
 		if (memcmp(buf, cmpbuf, n) != 0)
@@ -2453,16 +2457,16 @@ static _Noreturn void
 fail_xattr(const char *name)
 {
 	if (tgt->pathonly && errno == ENOENT)
-		fail(opt.target, "cannot read its attributes: the file is not"
+		fail(tgt->target, "cannot read its attributes: the file is not"
 		    " readable and /proc is not mounted");
 	if (tgt->pathonly && errno == EACCES)
-		fail(opt.target, "cannot keep attribute %s: %s (the file is"
+		fail(tgt->target, "cannot keep attribute %s: %s (the file is"
 		    " not readable)", name, strerror(errno));
 	if (strcmp(name, "security.capability") == 0 && errno == EPERM)
-		fail(opt.target, "cannot keep its file capabilities: %s (setting"
+		fail(tgt->target, "cannot keep its file capabilities: %s (setting"
 		    " them needs CAP_SETFCAP; setcap -r drops them first)",
 		    strerror(errno));
-	fail(opt.target, "cannot keep attribute %s: %s", name,
+	fail(tgt->target, "cannot keep attribute %s: %s", name,
 	    strerror(errno));
 }
 
@@ -2482,7 +2486,7 @@ keep_xattr(const char *name)
 		return 0;
 	if (tgt->meta.uid == tgt->st.st_uid && tgt->meta.gid == tgt->st.st_gid)
 		return 1;
-	warnx(opt.target, "its file capabilities are dropped, as the owner or"
+	warnx(tgt->target, "its file capabilities are dropped, as the owner or"
 	    " group changes (as chown(2) drops them)");
 	return 0;
 }
@@ -2501,7 +2505,7 @@ copy_xattrs(int to)
 
 	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
 	    errno != ENODATA && errno != ENOTSUP)
-		fail(opt.target, "cannot remove the inherited ACL: %s",
+		fail(tgt->target, "cannot remove the inherited ACL: %s",
 		    strerror(errno));
 	if ((n = old_xattr(NULL, NULL, 0)) <= 0) {
 		if (n < 0 && errno != ENOTSUP)
@@ -2549,7 +2553,7 @@ fail_modeless(const struct stat *st)
 	char type[64] = "?", opts[256];
 
 	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(opt.target, "cannot set mode %04o: this file system (%s) made it"
+	fail(tgt->target, "cannot set mode %04o: this file system (%s) made it"
 	    " %04o; it does not keep Unix modes", (unsigned)tgt->meta.mode,
 	    type, (unsigned)(st->st_mode & 07777));
 }
@@ -2561,9 +2565,9 @@ set_mode(int fd)
 	struct stat st;
 
 	if (fchmod(fd, tgt->meta.mode) < 0)
-		fail(opt.target, "cannot set mode: %s", strerror(errno));
+		fail(tgt->target, "cannot set mode: %s", strerror(errno));
 	if (fstat(fd, &st) < 0)
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	if ((st.st_mode & 07777) == tgt->meta.mode)
 		return;
 	if (!(tgt->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
@@ -2571,7 +2575,7 @@ set_mode(int fd)
 			return;		/* what open(2) gives */
 		fail_modeless(&st);
 	}
-	fail(opt.target, "cannot set mode %04o: the system made it %04o, as"
+	fail(tgt->target, "cannot set mode %04o: the system made it %04o, as"
 	    " set-group-ID needs membership of the file's group (use -m to"
 	    " choose a mode)", (unsigned)tgt->meta.mode,
 	    (unsigned)(st.st_mode & 07777));
@@ -2583,11 +2587,11 @@ apply_metadata(int fd)
 	if ((tgt->meta.uid != (uid_t)-1 || tgt->meta.gid != (gid_t)-1) &&
 	    fchown(fd, tgt->meta.uid, tgt->meta.gid) < 0) {
 		if (errno == EPERM && tgt->regular)
-			fail(opt.target, "cannot keep owner %lu and group %lu:"
+			fail(tgt->target, "cannot keep owner %lu and group %lu:"
 			    " %s (use -o and -g to choose them)",
 			    (unsigned long)tgt->meta.uid,
 			    (unsigned long)tgt->meta.gid, strerror(errno));
-		fail(opt.target, "cannot set owner and group: %s",
+		fail(tgt->target, "cannot set owner and group: %s",
 		    strerror(errno));
 	}
 	if (tgt->regular)
@@ -2891,7 +2895,7 @@ check_dir(void)
 	const char *why = chattr_refusal(tgt->dirfd);
 
 	if (why != NULL)
-		fail(opt.target, "directory %s is %s; cannot be %s",
+		fail(tgt->target, "directory %s is %s; cannot be %s",
 		    tgt->dirpath, why, tgt->exists ? "replaced" : "created");
 }
 
@@ -2910,18 +2914,18 @@ check_backup_name(void)
 
 	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name,
 	    opt.suffix) > max)
-		fail(opt.target, "cannot make backup: %s",
+		fail(tgt->target, "cannot make backup: %s",
 		    strerror(ENAMETOOLONG));
 	if (fstatat(tgt->dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return max;
 	if (S_ISDIR(st.st_mode))
-		fail(opt.target, "cannot make backup %s: %s", bakfinal,
+		fail(tgt->target, "cannot make backup %s: %s", bakfinal,
 		    strerror(EISDIR));
 	if (mount_point(bakfinal))
-		fail(opt.target, "cannot make backup %s: it is a mount point",
+		fail(tgt->target, "cannot make backup %s: it is a mount point",
 		    bakfinal);
 	if (S_ISREG(st.st_mode) && (why = chattr_refusal_at(bakfinal)) != NULL)
-		fail(opt.target, "cannot make backup %s: it is %s", bakfinal,
+		fail(tgt->target, "cannot make backup %s: it is %s", bakfinal,
 		    why);
 	return same_file(&st, &tgt->st) ? 0 : max;
 }
@@ -2966,7 +2970,7 @@ fail_nolink(void)
 	int e = errno;
 
 	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(opt.target, "cannot make backup: -b needs a hard link to the old"
+	fail(tgt->target, "cannot make backup: -b needs a hard link to the old"
 	    " file, which this file system (%s) refused: %s", type,
 	    strerror(e));
 }
@@ -2977,11 +2981,11 @@ fail_link(void)
 {
 	/* Same directory: only a mount can be in between. */
 	if (errno == EXDEV)
-		fail(opt.target, "is a mount point and cannot be replaced: %s",
+		fail(tgt->target, "is a mount point and cannot be replaced: %s",
 		    strerror(errno));
 	if (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)
 		fail_nolink();
-	fail(opt.target, "cannot make backup: %s", strerror(errno));
+	fail(tgt->target, "cannot make backup: %s", strerror(errno));
 }
 
 /*
@@ -2995,7 +2999,7 @@ name_backup_link(long max)
 
 	if (tgt->bakname == NULL) {
 		if ((s = calloc(1, NAME_MAX + 1)) == NULL)
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		tgt->bakname = s;
 	}
 	hidden_name(tgt->bakname, tgt->name, opt.suffix, max);
@@ -3017,7 +3021,7 @@ probe_link(long max)
 	}
 	/* Not removed: it is litter, removed on the way out. */
 	if (unlinkat(tgt->dirfd, tgt->bakname, 0) < 0)
-		fail(opt.target, "cannot make backup: %s", strerror(errno));
+		fail(tgt->target, "cannot make backup: %s", strerror(errno));
 	tgt->bakname[0] = '\0';
 }
 
@@ -3062,10 +3066,10 @@ check_replaceable(int backup)
 	if (!tgt->exists)
 		return;
 	if (mount_point(tgt->name))
-		fail(opt.target, "is a mount point and cannot be replaced: %s",
+		fail(tgt->target, "is a mount point and cannot be replaced: %s",
 		    strerror(EBUSY));
 	if ((why = chattr_refusal(tgt->fd)) != NULL)
-		fail(opt.target, "is %s; cannot be replaced", why);
+		fail(tgt->target, "is %s; cannot be replaced", why);
 	if (backup && opt.backup && (max = check_backup_name()) != 0)
 		probe_link(max);
 }
@@ -3080,7 +3084,7 @@ rename_backup(void)
 		return 0;
 	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name, opt.suffix);
 	if (renameat(tgt->dirfd, tgt->bakname, tgt->dirfd, bakfinal) < 0) {
-		warnx(opt.target, "replaced, but the previous version could not"
+		warnx(tgt->target, "replaced, but the previous version could not"
 		    " be renamed to %s: %s; it is kept as %s/%s", bakfinal,
 		    strerror(errno), tgt->dirpath, tgt->bakname);
 		tgt->bakname[0] = '\0';
@@ -3099,9 +3103,9 @@ rename_over(char *tmp)
 {
 	if (renameat(tgt->dirfd, tmp, tgt->dirfd, tgt->name) < 0) {
 		if (errno == EBUSY)
-			fail(opt.target, "is a mount point and cannot be"
+			fail(tgt->target, "is a mount point and cannot be"
 			    " replaced: %s", strerror(errno));
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	}
 	tmp[0] = '\0';
 	return rename_backup();
@@ -3203,7 +3207,7 @@ commit(int fd)
 
 	if (!fileflush) {
 		if (close(fd) < 0)
-			fail_errno(opt.target);
+			fail_errno(tgt->target);
 		fd = -1;
 	}
 	/* A FUSE server hides a file still open when it is renamed over. */
@@ -3214,12 +3218,12 @@ commit(int fd)
 	if (rename_over(tgt->tmpname) < 0)
 		status = late;
 	if (dirflush && flush_fd(tgt->dirfd) < 0) {
-		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		warnx(tgt->target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
 		    tgt->dirpath, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		keep_old_link(opt.target, tgt->dirpath, tgt->bakname);
+		keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);
 		return late;
 	}
 	if (fd >= 0) {			/* fileflush */
@@ -3227,19 +3231,19 @@ commit(int fd)
 		e = errno;
 		close(fd);	/* after the flush a close error tells nothing */
 		if (r < 0) {
-			warnx(opt.target, "replaced, but flushing it failed: %s;"
+			warnx(tgt->target, "replaced, but flushing it failed: %s;"
 			    " the new content may not survive a crash",
 			    strerror(e));
 			return late;
 		}
 	}
 	if (drop_old_link() < 0) {
-		warnx(opt.target, "replaced, but flushing directory %s failed:"
+		warnx(tgt->target, "replaced, but flushing directory %s failed:"
 		    " %s", tgt->dirpath, strerror(errno));
 		return late;
 	}
 	if (opt.verbose)
-		warnx(opt.target, tgt->exists ? "replaced" : "created");
+		warnx(tgt->target, tgt->exists ? "replaced" : "created");
 	return status;
 }
 
@@ -3253,20 +3257,20 @@ finish_unchanged(void)
 {
 	remove_litter(1);
 	if (opt.sync && (flush_fd(tgt->fd) < 0 || flush_fd(tgt->dirfd) < 0))
-		fail(opt.target, "unchanged, but cannot flush it to disk: %s",
+		fail(tgt->target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
 	if (opt.verbose)
-		warnx(opt.target, "unchanged");
+		warnx(tgt->target, "unchanged");
 	return 0;
 }
 
 /* --print-changed: the target's name on stdout, once it has changed. */
 static int
-print_changed(int status)
+print_changed(const char *target, int status)
 {
-	if (printf("%s%c", opt.target, opt.null ? '\0' : '\n') < 0 ||
+	if (printf("%s%c", target, opt.null ? '\0' : '\n') < 0 ||
 	    fflush(stdout) != 0) {
-		warnx(opt.target, "replaced, but its name could not be written"
+		warnx(target, "replaced, but its name could not be written"
 		    " to stdout: %s", strerror(errno));
 		return opt.command != NULL ? 125 : 3;
 	}
@@ -3344,8 +3348,6 @@ flush_fs(int fd)
 static void
 load_job(struct file *j)
 {
-	opt.target = j->target;
-	opt.input = j->source;
 	tgt = j;
 }
 
@@ -3514,7 +3516,7 @@ prepare_job(struct file *j)
 		tgt->tmpname[0] = '\0';
 		unblock_signals();
 		if (per_file(j) && opt.sync && flush_fd(tgt->fd) < 0)
-			fail(opt.target, "unchanged, but cannot flush it to"
+			fail(tgt->target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
 		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
 	} else {
@@ -3523,7 +3525,7 @@ prepare_job(struct file *j)
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
 		    flush_data(tgt->newfd, j->plan) < 0)
-			fail(opt.target, "cannot flush to disk: %s",
+			fail(tgt->target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
@@ -3544,7 +3546,7 @@ prepare_job(struct file *j)
 	}
 	if (tgt->newfd >= 0 && close(tgt->newfd) < 0) {
 		tgt->newfd = -1;
-		fail_errno(opt.target);
+		fail_errno(tgt->target);
 	}
 	tgt->newfd = -1;
 	drop_job();
@@ -3707,17 +3709,16 @@ report_jobs(size_t done, size_t left, int status)
 	size_t i;
 
 	for (i = 0; i < njobs; i++) {
-		opt.target = jobs[i].target;
 		if (left > 0)
-			warnx(opt.target, jobs[i].state == REPLACED ?
+			warnx(jobs[i].target, jobs[i].state == REPLACED ?
 			    "replaced" : jobs[i].state == UNCHANGED ?
 			    "unchanged" : "not replaced");
 		else if (opt.verbose)
-			warnx(opt.target, jobs[i].state == UNCHANGED ?
+			warnx(jobs[i].target, jobs[i].state == UNCHANGED ?
 			    "unchanged" : jobs[i].exists ? "replaced" :
 			    "created");
 		if (opt.printchanged && jobs[i].state == REPLACED)
-			status = print_changed(status);
+			status = print_changed(jobs[i].target, status);
 	}
 	if (left > 0) {
 		warnx(NULL, "stopped after replacing %zu of %zu targets", done,
@@ -3905,14 +3906,14 @@ main(int argc, char *argv[])
 		check_replaceable(1);
 	apply_metadata(fd);
 	if (flush_temp(fd) < 0)
-		fail(opt.target, "cannot flush to disk: %s", strerror(errno));
+		fail(tgt->target, "cannot flush to disk: %s", strerror(errno));
 	if (opt.lock)
 		lock_new_file(fd);
 	block_signals();
 	link_backup();
 	status = commit(fd);
 	if (opt.printchanged)
-		status = print_changed(status);
+		status = print_changed(tgt->target, status);
 	remove_litter(1);
 	unblock_signals();
 	return status;

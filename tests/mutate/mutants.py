@@ -63,15 +63,15 @@ M("no-dir-flush", "commit",
   [("if (dirflush && flush_fd(tgt->dirfd) < 0) {", "if (0) {")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit",
-  [("keep_old_link(opt.target, tgt->dirpath, tgt->bakname);\n\t\treturn late;",
-    "keep_old_link(opt.target, tgt->dirpath, tgt->bakname);\n\t\treturn 0;")],
+  [("keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);\n\t\treturn late;",
+    "keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);\n\t\treturn 0;")],
   "a failed directory flush exits 0 instead of 3", "status")
 M("file-flush-status-0", "commit",
   [("strerror(e));\n\t\t\treturn late;", "strerror(e));\n\t\t\treturn 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
-  [("apply_metadata(fd);\n\tif (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));",
-    "if (flush_temp(fd) < 0)\n\t\tfail(opt.target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
+  [("apply_metadata(fd);\n\tif (flush_temp(fd) < 0)\n\t\tfail(tgt->target, \"cannot flush to disk: %s\", strerror(errno));",
+    "if (flush_temp(fd) < 0)\n\t\tfail(tgt->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
@@ -211,7 +211,7 @@ M("nojournal-options-unproven", "fs_plan",
   [("if (strcmp(type, \"ext2\") == 0 || journal == 0)", "if (strcmp(type, \"ext2\") == 0)")],
   "ext4 without a journal under options outside the allow-list keeps no link to the old file", "flush")
 M("input-kernel-follows", "open_input",
-  [("fd = walk_dir(AT_FDCWD, opt.input, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, opt.input, O_RDONLY | O_CLOEXEC, 0)")],
+  [("fd = walk_dir(AT_FDCWD, tgt->source, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, tgt->source, O_RDONLY | O_CLOEXEC, 0)")],
   "-i follows a directory link planted in /tmp (root reads what it points to)", "links")
 M("nolink-found-late", "check_replaceable",
   [("probe_link(max);", "(void)max;")],
@@ -246,7 +246,7 @@ M("nofollow-ignored", "resolve_target",
   [("if (!S_ISLNK(tgt->st.st_mode) || opt.nofollow)", "if (!S_ISLNK(tgt->st.st_mode))")],
   "-P follows the link anyway", "links")
 M("not-regular-accepted", "open_target",
-  [("if (!S_ISREG(st.st_mode))\n\t\tfail(opt.target, \"not a regular file\");", "")],
+  [("if (!S_ISREG(st.st_mode))\n\t\tfail(tgt->target, \"not a regular file\");", "")],
   "a FIFO swapped in for the target is accepted", "links",
   equivalent="resolve_target refuses non-regular files first; only a race between the two checks reaches this one")
 
@@ -293,7 +293,7 @@ M("sigchld-inherited", "setup_signals",
   "an ignored SIGCHLD makes command mode fail", "signals")
 M("signals-not-held-at-rename", "main", [("block_signals();\n\tlink_backup();", "link_backup();")],
   "a signal during the rename kills ponywrite before the directory flush", "signals")
-M("failstatus-1", "parse_options", [("failstatus = 125;", ";")],
+M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
 M("usage-status-1", "usage_error", [("exit(2);", "exit(1);")],
   "a usage error exits 1", "status")
@@ -418,7 +418,7 @@ M("many-close-error-ignored", "prepare_job",
   [("if (tgt->newfd >= 0 && close(tgt->newfd) < 0) {", "if (0) {")],
   "a close error on a batch's temporary file is ignored", "close")
 M("many-print-changed-status-lost", "report_jobs",
-  [("\t\t\tstatus = print_changed(status);", "\t\t\tprint_changed(status);")],
+  [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
   "--print-changed in a batch to a full disk exits 0", "status")
 M("many-backup-rename-status-lost", "rename_job", [("\t\tlostbackup = 3;", "\t\t;")],
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
