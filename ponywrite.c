@@ -130,7 +130,7 @@ static struct {
  * A file to replace: the target (one, or each of -t's and --batch's), its
  * place, its temporary file, kept from one step to the next.
  */
-static struct file {
+struct file {
 	const char *target;		/* as given */
 	const char *source;
 	char	*dirpath;		/* its real directory, for messages */
@@ -164,7 +164,7 @@ static struct file {
 	char	*bakname;		/* hidden link for -b or keep_old */
 	char	*lockname;		/* -l lock file we hold */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
-} *tgt;					/* the one being worked on */
+};
 
 /* Shared with the signal handler. */
 static volatile pid_t child;
@@ -605,29 +605,29 @@ split_path(const char *path, char **dir, char **name)
 
 /*
  * Strings that resolving a target allocates and frees before it returns are
- * held in tgt meanwhile: a failure in a batch goes on with the next target
+ * held in F meanwhile: a failure in a batch goes on with the next target
  * (fail), and drop_job frees what it left.
  */
 static char *
-hold(char *s)
+hold(struct file *f, char *s)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++)
-		if (tgt->held[i] == NULL)
-			return tgt->held[i] = s;
+	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++)
+		if (f->held[i] == NULL)
+			return f->held[i] = s;
 	return s;			/* not reached: follow_link holds 4 */
 }
 
 /* Done with S: freed, or kept (KEEP) by the caller. */
 static void
-unhold(char *s, int keep)
+unhold(struct file *f, char *s, int keep)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++)
-		if (tgt->held[i] == s)
-			tgt->held[i] = NULL;
+	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++)
+		if (f->held[i] == s)
+			f->held[i] = NULL;
 	if (!keep)
 		free(s);
 }
@@ -1365,20 +1365,21 @@ make_parents(int atfd, const char *path, struct walk *w)
 
 /* A directory that cannot be opened; behind a link, the link comes first. */
 static _Noreturn void
-fail_dir(const char *path, const char *display, const struct walk *w)
+fail_dir(const struct file *f, const char *path, const char *display,
+    const struct walk *w)
 {
 	size_t in = w->in;
 
 	while (in > 1 && path[in - 1] == '/')
 		in--;
 	if (w->made > 0)
-		fail(tgt->target, "cannot create directory %.*s in %.*s: %s",
+		fail(f->target, "cannot create directory %.*s in %.*s: %s",
 		    (int)w->made, path, in > 0 ? (int)in : 1,
 		    in > 0 ? path : ".", strerror(errno));
 	if (w->refused)
 		fail_planted(w->link, "following a link", w->owner, w->at);
-	if (tgt->linked)
-		fail(tgt->target, "%s: %s", display, strerror(errno));
+	if (f->linked)
+		fail(f->target, "%s: %s", display, strerror(errno));
 	fail_errno(display);
 }
 
@@ -1387,44 +1388,44 @@ fail_dir(const char *path, const char *display, const struct walk *w)
  * the target); a copy of DISPLAY names it in messages.
  */
 static void
-enter_dir(int atfd, const char *path, const char *display)
+enter_dir(struct file *f, int atfd, const char *path, const char *display)
 {
 	struct walk w = { 0 };
 	char *shown;
 	int fd;
 
 	if (atfd != AT_FDCWD)
-		snprintf(w.at, sizeof w.at, "%s", tgt->dirpath);
+		snprintf(w.at, sizeof w.at, "%s", f->dirpath);
 	/* Kept (for -t and --batch) even if it cannot be opened. */
 	if ((shown = strdup(display)) == NULL)
 		fail_errno(NULL);
-	free(tgt->dirpath);
-	tgt->dirpath = shown;
+	free(f->dirpath);
+	f->dirpath = shown;
 	fd = opt.parents ? make_parents(atfd, path, &w) :
 	    open_dir_at(atfd, path, &w);
 	if (fd < 0)
-		fail_dir(path, display, &w);
-	if (tgt->dirfd >= 0)
-		close(tgt->dirfd);
-	tgt->dirfd = fd;
+		fail_dir(f, path, display, &w);
+	if (f->dirfd >= 0)
+		close(f->dirfd);
+	f->dirfd = fd;
 }
 
 static int
-planted(uid_t owner, mode_t writable)
+planted(const struct file *f, uid_t owner, mode_t writable)
 {
-	int r = planted_in(tgt->dirfd, owner, writable);
+	int r = planted_in(f->dirfd, owner, writable);
 
 	if (r < 0)
-		fail_errno(tgt->dirpath);
+		fail_errno(f->dirpath);
 	return r;
 }
 
 static void
-check_protected_link(const struct stat *link)
+check_protected_link(const struct file *f, const struct stat *link)
 {
-	if (planted(link->st_uid, S_IWOTH))
-		fail_planted(join(tgt->dirpath, tgt->name), "following a link",
-		    link->st_uid, tgt->dirpath);
+	if (planted(f, link->st_uid, S_IWOTH))
+		fail_planted(join(f->dirpath, f->name), "following a link",
+		    link->st_uid, f->dirpath);
 }
 
 /*
@@ -1432,12 +1433,12 @@ check_protected_link(const struct stat *link)
  * group-writable ones.  Where the setting cannot be read, assume 2.
  */
 static void
-check_protected_regular(void)
+check_protected_regular(const struct file *f)
 {
 	char level = '2';
 	int fd;
 
-	if (!planted(tgt->st.st_uid, S_IWOTH | S_IWGRP))
+	if (!planted(f, f->st.st_uid, S_IWOTH | S_IWGRP))
 		return;
 	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
 	    O_CLOEXEC)) >= 0) {
@@ -1445,24 +1446,25 @@ check_protected_regular(void)
 			level = '2';
 		close(fd);
 	}
-	if (level == '0' || (level == '1' && !planted(tgt->st.st_uid, S_IWOTH)))
+	if (level == '0' || (level == '1' &&
+	    !planted(f, f->st.st_uid, S_IWOTH)))
 		return;
-	fail_planted(join(tgt->dirpath, tgt->name), "writing to a file",
-	    tgt->st.st_uid, tgt->dirpath);
+	fail_planted(join(f->dirpath, f->name), "writing to a file",
+	    f->st.st_uid, f->dirpath);
 }
 
 static char *
-read_link(const struct stat *st)
+read_link(const struct file *f, const struct stat *st)
 {
 	size_t n = st->st_size > 0 ? (size_t)st->st_size + 1 : PATH_MAX;
 	char *link = xmalloc(n);
 	ssize_t len;
 
-	if ((len = readlinkat(tgt->dirfd, tgt->name, link, n)) < 0)
-		fail_errno(tgt->target);
+	if ((len = readlinkat(f->dirfd, f->name, link, n)) < 0)
+		fail_errno(f->target);
 	if ((size_t)len >= n) {
 		errno = ENAMETOOLONG;
-		fail_errno(tgt->target);
+		fail_errno(f->target);
 	}
 	link[len] = '\0';
 	return link;
@@ -1473,38 +1475,38 @@ read_link(const struct stat *st)
  * may name a deleted file ("x (deleted)"), a pipe, or another file now.
  */
 static void
-check_proc_link(void)
+check_proc_link(const struct file *f)
 {
-	if (in_procfs(tgt->dirfd))
-		fail(tgt->target, "refusing to follow a link in /proc: it stands"
+	if (in_procfs(f->dirfd))
+		fail(f->target, "refusing to follow a link in /proc: it stands"
 		    " for an open file, which cannot be replaced");
 }
 
 /* Move from a symbolic link to what it points to. */
 static void
-follow_link(const struct stat *st)
+follow_link(struct file *f, const struct stat *st)
 {
 	char *link, *dir, *name, *shown;
 
-	check_proc_link();
-	check_protected_link(st);
-	tgt->linked = 1;
-	link = hold(read_link(st));
+	check_proc_link(f);
+	check_protected_link(f, st);
+	f->linked = 1;
+	link = hold(f, read_link(f, st));
 	split_path(link, &dir, &name);
-	hold(dir);
-	hold(name);
+	hold(f, dir);
+	hold(f, name);
 	if (*link == '/')
-		enter_dir(AT_FDCWD, dir, dir);
+		enter_dir(f, AT_FDCWD, dir, dir);
 	else if (strchr(link, '/') != NULL) {
-		shown = hold(join(tgt->dirpath, dir));
-		enter_dir(tgt->dirfd, dir, shown);
-		unhold(shown, 0);
+		shown = hold(f, join(f->dirpath, dir));
+		enter_dir(f, f->dirfd, dir, shown);
+		unhold(f, shown, 0);
 	}
-	unhold(dir, 0);
-	unhold(link, 0);
-	unhold(name, 1);
-	free(tgt->name);
-	tgt->name = name;
+	unhold(f, dir, 0);
+	unhold(f, link, 0);
+	unhold(f, name, 1);
+	free(f->name);
+	f->name = name;
 }
 
 /* "dir/", "." and "..": names that can only be directories. */
@@ -1516,45 +1518,45 @@ names_dir(const char *name)
 }
 
 static void
-resolve_target(void)
+resolve_target(struct file *f)
 {
 	char *dir;
 	int hops;
 
-	if (*tgt->target == '\0') {
+	if (*f->target == '\0') {
 		errno = ENOENT;
-		fail_errno(tgt->target);
+		fail_errno(f->target);
 	}
-	split_path(tgt->target, &dir, &tgt->name);
-	hold(dir);
-	if (names_dir(tgt->name)) {
-		if (stat(tgt->target, &tgt->st) < 0)
-			fail_errno(tgt->target);
-		fail(tgt->target, "not a regular file");
+	split_path(f->target, &dir, &f->name);
+	hold(f, dir);
+	if (names_dir(f->name)) {
+		if (stat(f->target, &f->st) < 0)
+			fail_errno(f->target);
+		fail(f->target, "not a regular file");
 	}
-	enter_dir(AT_FDCWD, dir, dir);
-	unhold(dir, 0);
+	enter_dir(f, AT_FDCWD, dir, dir);
+	unhold(f, dir, 0);
 	for (hops = 0;; hops++) {
-		if (names_dir(tgt->name))
-			fail(tgt->target, "not a regular file");
-		if (fstatat(tgt->dirfd, tgt->name, &tgt->st,
+		if (names_dir(f->name))
+			fail(f->target, "not a regular file");
+		if (fstatat(f->dirfd, f->name, &f->st,
 		    AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
-				fail_errno(tgt->target);
-			tgt->exists = 0;
+				fail_errno(f->target);
+			f->exists = 0;
 			return;
 		}
-		tgt->exists = 1;
-		if (!S_ISLNK(tgt->st.st_mode) || opt.nofollow)
+		f->exists = 1;
+		if (!S_ISLNK(f->st.st_mode) || opt.nofollow)
 			break;
 		if (hops == MAX_HOPS) {
 			errno = ELOOP;
-			fail_errno(tgt->target);
+			fail_errno(f->target);
 		}
-		follow_link(&tgt->st);
+		follow_link(f, &f->st);
 	}
-	if (!S_ISREG(tgt->st.st_mode) && !S_ISLNK(tgt->st.st_mode))
-		fail(tgt->target, "not a regular file");
+	if (!S_ISREG(f->st.st_mode) && !S_ISLNK(f->st.st_mode))
+		fail(f->target, "not a regular file");
 }
 
 /*
@@ -1562,30 +1564,30 @@ resolve_target(void)
  * if it was swapped for a FIFO since fstatat, opening must not hang.
  */
 static void
-open_target(void)
+open_target(struct file *f)
 {
 	struct stat st;
 
-	tgt->regular = 0;
-	if (!tgt->exists || S_ISLNK(tgt->st.st_mode))
+	f->regular = 0;
+	if (!f->exists || S_ISLNK(f->st.st_mode))
 		return;
-	tgt->fd = xopenat(tgt->dirfd, tgt->name, O_RDONLY | O_NOFOLLOW |
+	f->fd = xopenat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, 0);
 #ifdef O_PATH
 	/* A file we may replace but not read: its metadata is still needed. */
-	if (tgt->fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
-		tgt->fd = xopenat(tgt->dirfd, tgt->name, O_PATH | O_NOFOLLOW |
+	if (f->fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
+		f->fd = xopenat(f->dirfd, f->name, O_PATH | O_NOFOLLOW |
 		    O_CLOEXEC, 0);
-		tgt->pathonly = 1;
+		f->pathonly = 1;
 	}
 #endif
-	if (tgt->fd < 0 || fstat(tgt->fd, &st) < 0)
-		fail_errno(tgt->target);
+	if (f->fd < 0 || fstat(f->fd, &st) < 0)
+		fail_errno(f->target);
 	if (!S_ISREG(st.st_mode))
-		fail(tgt->target, "not a regular file");
-	tgt->st = st;
-	tgt->regular = 1;
-	check_protected_regular();
+		fail(f->target, "not a regular file");
+	f->st = st;
+	f->regular = 1;
+	check_protected_regular(f);
 }
 
 static int
@@ -1596,11 +1598,11 @@ same_file(const struct stat *a, const struct stat *b)
 
 /* Does NAME still lead to the inode open as FD? */
 static int
-still_named(int fd, const char *name)
+still_named(const struct file *f, int fd, const char *name)
 {
 	struct stat a, b;
 
-	return fstat(fd, &a) == 0 && fstatat(tgt->dirfd, name, &b,
+	return fstat(fd, &a) == 0 && fstatat(f->dirfd, name, &b,
 	    AT_SYMLINK_NOFOLLOW) == 0 && same_file(&a, &b);
 }
 
@@ -1616,7 +1618,7 @@ on_alarm(int sig)
  * that, in case it came just before flock was entered.  Zero stops it.
  */
 static void
-set_lock_timer(double seconds)
+set_lock_timer(const struct file *f, double seconds)
 {
 	static struct sigaction orig;
 	struct sigaction sa;
@@ -1638,7 +1640,7 @@ set_lock_timer(double seconds)
 		it.it_interval.tv_usec = 10000;
 	}
 	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
-		fail(tgt->target, "cannot set the timer of -w: %s",
+		fail(f->target, "cannot set the timer of -w: %s",
 		    strerror(errno));
 	if (seconds == 0)
 		sigaction(SIGALRM, &orig, NULL);
@@ -1646,7 +1648,7 @@ set_lock_timer(double seconds)
 
 /* Take the lock on FD, giving up as -w says. */
 static void
-wait_lock(int fd)
+wait_lock(const struct file *f, int fd)
 {
 	int r;
 
@@ -1656,9 +1658,9 @@ wait_lock(int fd)
 	if (r == 0)
 		return;
 	if (lock_timeout || errno == EWOULDBLOCK)
-		fail(tgt->target, "lock is busy: gave up after %s seconds (-w)",
+		fail(f->target, "lock is busy: gave up after %s seconds (-w)",
 		    opt.waitarg);
-	fail(tgt->target, "cannot lock: %s", strerror(errno));
+	fail(f->target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1666,14 +1668,14 @@ wait_lock(int fd)
  * link that -P replaces?
  */
 static int
-nothing_to_lock(void)
+nothing_to_lock(struct file *f)
 {
-	if (fstatat(tgt->dirfd, tgt->name, &tgt->st, AT_SYMLINK_NOFOLLOW) < 0) {
-		tgt->exists = 0;
+	if (fstatat(f->dirfd, f->name, &f->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		f->exists = 0;
 		return errno == ENOENT;
 	}
-	tgt->exists = 1;
-	return S_ISLNK(tgt->st.st_mode) && opt.nofollow;
+	f->exists = 1;
+	return S_ISLNK(f->st.st_mode) && opt.nofollow;
 }
 
 /*
@@ -1682,22 +1684,22 @@ nothing_to_lock(void)
  * everyone whatever the umask, so that another user can wait on it too.
  */
 static int
-open_lock_file(const char *name)
+open_lock_file(const struct file *f, const char *name)
 {
 	mode_t mask;
 	int fd;
 
 	for (;;) {
-		fd = xopenat(tgt->dirfd, name, O_RDONLY | O_NOFOLLOW |
+		fd = xopenat(f->dirfd, name, O_RDONLY | O_NOFOLLOW |
 		    O_NONBLOCK | O_CLOEXEC, 0);
 		if (fd >= 0 || errno != ENOENT)
 			return fd;
 		mask = umask(0);
-		fd = xopenat(tgt->dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
+		fd = xopenat(f->dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		umask(mask);
 		if (fd < 0 && errno != EEXIST)
-			fail(tgt->dirpath, "cannot create a lock file in this"
+			fail(f->dirpath, "cannot create a lock file in this"
 			    " directory: %s", strerror(errno));
 		if (fd >= 0)
 			return fd;
@@ -1711,33 +1713,33 @@ open_lock_file(const char *name)
  * planted there cannot hang us.
  */
 static int
-lock_missing(void)
+lock_missing(struct file *f)
 {
 	char name[NAME_MAX + 1], *copy;
 	struct stat st;
 	int fd;
 
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
-	    tgt->name);
-	if ((fd = open_lock_file(name)) < 0 || fstat(fd, &st) < 0)
-		fail(tgt->target, "cannot lock: %s", strerror(errno));
+	    f->name);
+	if ((fd = open_lock_file(f, name)) < 0 || fstat(fd, &st) < 0)
+		fail(f->target, "cannot lock: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		fail(tgt->target, "cannot lock: %s is not a regular file", name);
-	wait_lock(fd);
-	if (!still_named(fd, name)) {
+		fail(f->target, "cannot lock: %s is not a regular file", name);
+	wait_lock(f, fd);
+	if (!still_named(f, fd, name)) {
 		close(fd);
 		return 0;
 	}
-	if (nothing_to_lock()) {
+	if (nothing_to_lock(f)) {
 		if ((copy = strdup(name)) == NULL)
-			fail_errno(tgt->target);
+			fail_errno(f->target);
 		block_signals();
-		tgt->lockname = copy;
+		f->lockname = copy;
 		unblock_signals();
 		return 1;
 	}
 	/* The target came meanwhile: whoever holds the lock file removes it. */
-	unlinkat(tgt->dirfd, name, 0);
+	unlinkat(f->dirfd, name, 0);
 	close(fd);
 	return 0;
 }
@@ -1748,31 +1750,31 @@ lock_missing(void)
  * worthless: look again and lock what is there now.
  */
 static void
-lock_target(void)
+lock_target(struct file *f)
 {
 	if (opt.wait > 0)
-		set_lock_timer(opt.wait);
+		set_lock_timer(f, opt.wait);
 	for (;;) {
-		open_target();
-		if (!tgt->regular && lock_missing())
+		open_target(f);
+		if (!f->regular && lock_missing(f))
 			break;
-		if (tgt->regular) {
-			wait_lock(tgt->fd);
-			if (still_named(tgt->fd, tgt->name))
+		if (f->regular) {
+			wait_lock(f, f->fd);
+			if (still_named(f, f->fd, f->name))
 				break;
-			close(tgt->fd);
-			tgt->fd = -1;
+			close(f->fd);
+			f->fd = -1;
 		}
-		tgt->exists = fstatat(tgt->dirfd, tgt->name, &tgt->st,
+		f->exists = fstatat(f->dirfd, f->name, &f->st,
 		    AT_SYMLINK_NOFOLLOW) == 0;
-		if (!tgt->exists && errno != ENOENT)
-			fail_errno(tgt->target);
-		if (tgt->exists && !S_ISREG(tgt->st.st_mode) &&
-		    !(S_ISLNK(tgt->st.st_mode) && opt.nofollow))
-			fail(tgt->target, "not a regular file");
+		if (!f->exists && errno != ENOENT)
+			fail_errno(f->target);
+		if (f->exists && !S_ISREG(f->st.st_mode) &&
+		    !(S_ISLNK(f->st.st_mode) && opt.nofollow))
+			fail(f->target, "not a regular file");
 	}
 	if (opt.wait > 0)
-		set_lock_timer(0);
+		set_lock_timer(f, 0);
 }
 
 /*
@@ -1781,7 +1783,7 @@ lock_target(void)
  * duplicate holds the lock once commit closes FD.
  */
 static void
-lock_new_file(int fd)
+lock_new_file(const struct file *f, int fd)
 {
 	int dup, r = -1;
 
@@ -1789,7 +1791,7 @@ lock_new_file(int fd)
 		while ((r = flock(dup, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
 			;
 	if (r < 0)
-		fail(tgt->target, "cannot lock: %s", strerror(errno));
+		fail(f->target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1832,15 +1834,15 @@ acl_apply_mode(unsigned char *acl, ssize_t len, mode_t mode)
 
 /* A new file in a directory with a default ACL: open(2) ignores the umask. */
 static void
-default_acl_mode(mode_t *mode)
+default_acl_mode(const struct file *f, mode_t *mode)
 {
 	unsigned char acl[4096], *e, *end;
 	unsigned perm[0x21] = { 0 };
 	ssize_t len;
 
-	if ((len = fgetxattr(tgt->dirfd, "system.posix_acl_default", acl,
+	if ((len = fgetxattr(f->dirfd, "system.posix_acl_default", acl,
 	    sizeof acl)) < 0 && errno != ENODATA && errno != ENOTSUP)
-		fail(tgt->dirpath, "cannot read the default ACL: %s",
+		fail(f->dirpath, "cannot read the default ACL: %s",
 		    strerror(errno));
 	if (len < 12)
 		return;
@@ -1855,8 +1857,9 @@ default_acl_mode(mode_t *mode)
 }
 #else
 static void
-default_acl_mode(mode_t *mode)
+default_acl_mode(const struct file *f, mode_t *mode)
 {
+	(void)f;
 	(void)mode;
 }
 #endif
@@ -1868,27 +1871,27 @@ default_acl_mode(mode_t *mode)
  * bits, unless -m asks for them.
  */
 static void
-decide_metadata(void)
+decide_metadata(struct file *f)
 {
 	mode_t mask = 0;
 
-	if (!tgt->regular || (opt.mode != NULL &&
+	if (!f->regular || (opt.mode != NULL &&
 	    (*opt.mode < '0' || *opt.mode > '7'))) {
 		mask = umask(0);
 		umask(mask);
 	}
-	tgt->meta.mode = tgt->regular ? tgt->st.st_mode & 07777 : 0666 & ~mask;
-	if (!tgt->regular)
-		default_acl_mode(&tgt->meta.mode);
-	tgt->meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
-	    tgt->regular ? tgt->st.st_uid : (uid_t)-1;
-	tgt->meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
-	    tgt->regular ? tgt->st.st_gid : (gid_t)-1;
-	if (tgt->regular && (tgt->meta.uid != tgt->st.st_uid ||
-	    tgt->meta.gid != tgt->st.st_gid))
-		tgt->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	f->meta.mode = f->regular ? f->st.st_mode & 07777 : 0666 & ~mask;
+	if (!f->regular)
+		default_acl_mode(f, &f->meta.mode);
+	f->meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
+	    f->regular ? f->st.st_uid : (uid_t)-1;
+	f->meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
+	    f->regular ? f->st.st_gid : (gid_t)-1;
+	if (f->regular && (f->meta.uid != f->st.st_uid ||
+	    f->meta.gid != f->st.st_gid))
+		f->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 	if (opt.mode != NULL)
-		parse_mode(opt.mode, tgt->meta.mode, mask, &tgt->meta.mode);
+		parse_mode(opt.mode, f->meta.mode, mask, &f->meta.mode);
 }
 
 /* Step 2: the temporary file. */
@@ -1924,13 +1927,13 @@ done:
  * so statfs(2)'s f_namelen is asked too, and the smaller one taken.
  */
 static long
-name_max(void)
+name_max(const struct file *f)
 {
-	long max = fpathconf(tgt->dirfd, _PC_NAME_MAX);
+	long max = fpathconf(f->dirfd, _PC_NAME_MAX);
 #ifdef __linux__
 	struct statfs fs;
 
-	if (fstatfs(tgt->dirfd, &fs) == 0 && fs.f_namelen > 0 &&
+	if (fstatfs(f->dirfd, &fs) == 0 && fs.f_namelen > 0 &&
 	    (max < 0 || (long)fs.f_namelen < max))
 		max = fs.f_namelen;
 #endif
@@ -1959,12 +1962,12 @@ hidden_name(char *dst, const char *name, const char *suffix, long max)
 
 /* The directory is named as given, or, behind a link, the link first. */
 static _Noreturn void
-fail_temp(int e)
+fail_temp(const struct file *f, int e)
 {
-	if (tgt->linked)
-		fail(tgt->target, "cannot create a temporary file in %s: %s",
-		    tgt->dirpath, strerror(e));
-	fail(tgt->dirpath, "cannot create a temporary file in this directory:"
+	if (f->linked)
+		fail(f->target, "cannot create a temporary file in %s: %s",
+		    f->dirpath, strerror(e));
+	fail(f->dirpath, "cannot create a temporary file in this directory:"
 	    " %s", strerror(e));
 }
 
@@ -1974,35 +1977,35 @@ fail_temp(int e)
  * be compared: see input_unchanged().
  */
 static int
-create_temp(void)
+create_temp(struct file *f)
 {
-	long max = name_max();
+	long max = name_max(f);
 	int fd, tries;
 
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
-		hidden_name(tgt->tmpname, tgt->name, "", max);
-		fd = openat(tgt->dirfd, tgt->tmpname,
+		hidden_name(f->tmpname, f->name, "", max);
+		fd = openat(f->dirfd, f->tmpname,
 		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
-			tgt->tmpname[0] = '\0';
+			f->tmpname[0] = '\0';
 		unblock_signals();
 		if (fd >= 0)
 			return fd;
 		if (opt.ifchanged && (errno == EROFS || errno == EACCES))
 			return -errno;
 		if (errno != EEXIST && errno != EINTR)
-			fail_temp(errno);
+			fail_temp(f, errno);
 	}
-	fail_temp(EEXIST);
+	fail_temp(f, EEXIST);
 }
 
 /* Step 3: fill it. */
 
 static const char *
-input_name(void)
+input_name(const struct file *f)
 {
-	return strcmp(tgt->source, "-") != 0 ? tgt->source : "stdin";
+	return strcmp(f->source, "-") != 0 ? f->source : "stdin";
 }
 
 /* Errors that surely come from the file being written. */
@@ -2014,9 +2017,9 @@ dest_error(int e)
 
 /* Writing the new content failed: a full disk, a size limit, an I/O error. */
 static _Noreturn void
-fail_write(void)
+fail_write(const struct file *f)
 {
-	fail(tgt->target, "cannot write the new content: %s", strerror(errno));
+	fail(f->target, "cannot write the new content: %s", strerror(errno));
 }
 
 /*
@@ -2027,17 +2030,17 @@ fail_write(void)
  * again: it fails the run.
  */
 static void
-write_behind(int fd, off_t end)
+write_behind(struct file *f, int fd, off_t end)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	off_t *at = &tgt->behind;
+	off_t *at = &f->behind;
 
 	for (; end >= BEHIND_FROM && end - *at >= WINDOW; *at += WINDOW) {
 		if (sync_range(fd, *at, WINDOW, SYNC_FILE_RANGE_WRITE) < 0 ||
 		    (*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,
 		    SYNC_RANGE_WAIT) < 0)) {
 			if (errno != ENOSYS)
-				fail_write();
+				fail_write(f);
 			*at = MAX_OFF;		/* not here: no windows */
 			return;
 		}
@@ -2046,6 +2049,7 @@ write_behind(int fd, off_t end)
 			    POSIX_FADV_DONTNEED);
 	}
 #else
+	(void)f;
 	(void)fd;
 	(void)end;
 #endif
@@ -2053,7 +2057,7 @@ write_behind(int fd, off_t end)
 
 /* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
 static off_t
-copy_pread(int in, off_t from, int out, off_t to, off_t len,
+copy_pread(struct file *f, int in, off_t from, int out, off_t to, off_t len,
     const char *inname)
 {
 	off_t done = 0;
@@ -2062,9 +2066,9 @@ copy_pread(int in, off_t from, int out, off_t to, off_t len,
 	while (done < len && (n = xpread(in, buf, len - done < BUFSIZE ?
 	    len - done : BUFSIZE, from + done)) > 0) {
 		if (xpwrite(out, buf, n, to + done) < 0)
-			fail_write();
+			fail_write(f);
 		done += n;
-		write_behind(out, to + done);
+		write_behind(f, out, to + done);
 	}
 	if (n < 0)
 		fail_errno(inname);
@@ -2077,7 +2081,8 @@ copy_pread(int in, off_t from, int out, off_t to, off_t len,
  * destination failed.  Returns the bytes copied, fewer if IN ended early.
  */
 static off_t
-copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
+copy_span(struct file *f, int in, off_t from, int out, off_t to, off_t len,
+    const char *inname)
 {
 	off_t done = 0;
 #ifdef HAVE_COPY_FILE_RANGE
@@ -2088,14 +2093,14 @@ copy_span(int in, off_t from, int out, off_t to, off_t len, const char *inname)
 	    len - done < WINDOW ? len - done : WINDOW, 0)) > 0 ||
 	    (n < 0 && errno == EINTR))) {
 		done += n > 0 ? n : 0;
-		write_behind(out, to);
+		write_behind(f, out, to);
 	}
 	if (done < len && n < 0 && dest_error(errno))
-		fail_write();
+		fail_write(f);
 	if (done < len && n == 0)
 		return done;
 #endif
-	return done + copy_pread(in, from, out, to, len - done, inname);
+	return done + copy_pread(f, in, from, out, to, len - done, inname);
 }
 
 /*
@@ -2120,8 +2125,8 @@ data_end(int in, off_t hole, off_t end, const char *inname)
  * OUT is left positioned after it.
  */
 static off_t
-copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
-    const char *inname)
+copy_regular(struct file *f, int in, off_t start, const struct stat *st,
+    int out, off_t base, const char *inname)
 {
 	off_t data, hole, end = st->st_size > start ? st->st_size : start, n;
 
@@ -2137,25 +2142,26 @@ copy_regular(int in, off_t start, const struct stat *st, int out, off_t base,
 			break;
 		if ((hole = lseek(in, data, SEEK_HOLE)) < 0 || hole > end)
 			hole = end;
-		n = copy_span(in, data, out, base + data - start, hole - data,
-		    inname);
+		n = copy_span(f, in, data, out, base + data - start,
+		    hole - data, inname);
 		if (n < hole - data) {			/* it shrank */
 			end = data + n;
 			break;
 		}
 	}
 	/* Appended meanwhile, or more than st_size said (sysfs): no EFBIG at the limit. */
-	end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);
+	end += copy_pread(f, in, end, out, base + end - start, MAX_OFF,
+	    inname);
 	while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)
 		;
 	if (n < 0 || lseek(out, base + end - start, SEEK_SET) < 0)
-		fail_write();
+		fail_write(f);
 	lseek(in, end, SEEK_SET);
 	return end - start;
 }
 
 static off_t
-copy_fd(int in, int out, const char *inname)
+copy_fd(struct file *f, int in, int out, const char *inname)
 {
 	struct stat st;
 	off_t total = 0, start, at = lseek(out, 0, SEEK_CUR);
@@ -2168,7 +2174,7 @@ copy_fd(int in, int out, const char *inname)
 	/* st_size 0 may be a file of /proc: read(2) it. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
-		return copy_regular(in, start, &st, out, at, inname);
+		return copy_regular(f, in, start, &st, out, at, inname);
 #ifdef HAVE_SPLICE
 	if (S_ISFIFO(st.st_mode)) {
 #ifdef F_SETPIPE_SZ
@@ -2178,19 +2184,19 @@ copy_fd(int in, int out, const char *inname)
 		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
 		    (n < 0 && errno == EINTR)) {
 			total += n > 0 ? n : 0;
-			write_behind(out, at + total);
+			write_behind(f, out, at + total);
 		}
 		if (n == 0)
 			return total;
 		if (dest_error(errno) || errno == EIO)
-			fail_write();
+			fail_write(f);
 	}
 #endif
 	while ((n = xread(in, buf, sizeof buf)) > 0) {
 		if (xwrite(out, buf, n) < 0)
-			fail_write();
+			fail_write(f);
 		total += n;
-		write_behind(out, at + total);
+		write_behind(f, out, at + total);
 	}
 	if (n < 0)
 		fail_errno(inname);
@@ -2198,42 +2204,42 @@ copy_fd(int in, int out, const char *inname)
 }
 
 static int
-open_input(void)
+open_input(const struct file *f)
 {
 	struct walk w = { 0 };
 	int fd;
 
-	if (strcmp(tgt->source, "-") == 0) {
+	if (strcmp(f->source, "-") == 0) {
 		if (stdin_closed) {
 			errno = EBADF;
 			fail_errno("stdin");
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = walk_dir(AT_FDCWD, tgt->source, O_RDONLY, &w)) < 0) {
+	if ((fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)) < 0) {
 		if (w.refused)
 			fail_planted(w.link, "following a link", w.owner, w.at);
-		fail_errno(tgt->source);
+		fail_errno(f->source);
 	}
 	return fd;
 }
 
 /* -a: the old content, holes kept, copied in the kernel where it can be. */
 static off_t
-copy_old(int out)
+copy_old(struct file *f, int out)
 {
-	return tgt->regular ? copy_regular(tgt->fd, 0, &tgt->st, out, 0,
-	    tgt->target) : 0;
+	return f->regular ? copy_regular(f, f->fd, 0, &f->st, out, 0,
+	    f->target) : 0;
 }
 
 static void
-describe_status(const char *cmd, int status)
+describe_status(const struct file *f, const char *cmd, int status)
 {
 	if (WIFSIGNALED(status))
-		warnx(tgt->target, "not replaced: %s killed by signal %d", cmd,
+		warnx(f->target, "not replaced: %s killed by signal %d", cmd,
 		    WTERMSIG(status));
 	else
-		warnx(tgt->target, "not replaced: %s exited with status %d",
+		warnx(f->target, "not replaced: %s exited with status %d",
 		    cmd, WEXITSTATUS(status));
 }
 
@@ -2260,7 +2266,7 @@ exec_command(int out, int report)
 
 /* One line for a command that could not be run: 127 not found, else 126. */
 static _Noreturn void
-exec_failed(pid_t pid, int e)
+exec_failed(const struct file *f, pid_t pid, int e)
 {
 	int status;
 
@@ -2269,17 +2275,17 @@ exec_failed(pid_t pid, int e)
 	child = 0;
 	remove_litter(1);
 	if (e == ENOENT)
-		warnx(tgt->target, "not replaced: command '%s' not found%s",
+		warnx(f->target, "not replaced: command '%s' not found%s",
 		    opt.command[0], *opt.command[0] == '-' ?
 		    " (options go before the target)" : "");
 	else
-		warnx(tgt->target, "not replaced: command '%s' cannot be run:"
+		warnx(f->target, "not replaced: command '%s' cannot be run:"
 		    " %s", opt.command[0], strerror(e));
 	exit(e == ENOENT ? 127 : 126);
 }
 
 static void
-wait_command(pid_t pid)
+wait_command(const struct file *f, pid_t pid)
 {
 	siginfo_t info;
 	int status, sig;
@@ -2287,7 +2293,7 @@ wait_command(pid_t pid)
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
-			fail(tgt->target, "cannot wait for %s: %s",
+			fail(f->target, "cannot wait for %s: %s",
 			    opt.command[0], strerror(errno));
 	block_signals();
 	child = 0;
@@ -2298,7 +2304,7 @@ wait_command(pid_t pid)
 	unblock_signals();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return;
-	describe_status(opt.command[0], status);
+	describe_status(f, opt.command[0], status);
 	remove_litter(1);
 	exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
 	    WEXITSTATUS(status));
@@ -2318,7 +2324,7 @@ cloexec_pipe(int p[2])
  * it is committed.
  */
 static off_t
-run_command(int out)
+run_command(struct file *f, int out)
 {
 	off_t size;
 	pid_t pid;
@@ -2328,7 +2334,7 @@ run_command(int out)
 	block_signals();
 	if (cloexec_pipe(p) < 0 || cloexec_pipe(report) < 0 ||
 	    (pid = fork()) < 0)
-		fail(tgt->target, "cannot run %s: %s", opt.command[0],
+		fail(f->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	if (pid == 0)
 		exec_command(p[1], report[1]);
@@ -2336,66 +2342,66 @@ run_command(int out)
 	unblock_signals();
 	/* Holding a writing end ourselves, we would wait for ever. */
 	if (close(p[1]) < 0 || close(report[1]) < 0)
-		fail(tgt->target, "cannot run %s: %s", opt.command[0],
+		fail(f->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	/* End of file: the exec succeeded and closed the report pipe. */
 	if ((n = xread(report[0], &e, sizeof e)) < 0)
-		fail(tgt->target, "cannot run %s: %s", opt.command[0],
+		fail(f->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
 	close(report[0]);
 	if (n == sizeof e)
-		exec_failed(pid, e);
-	size = copy_fd(p[0], out, opt.command[0]);
+		exec_failed(f, pid, e);
+	size = copy_fd(f, p[0], out, opt.command[0]);
 	close(p[0]);
-	wait_command(pid);
+	wait_command(f, pid);
 	return size;
 }
 
 static off_t
-fill_temp(int fd)
+fill_temp(struct file *f, int fd)
 {
 	off_t old, added;
 	int in;
 
-	tgt->behind = 0;		/* each file is written behind anew */
-	old = opt.append ? copy_old(fd) : 0;
+	f->behind = 0;		/* each file is written behind anew */
+	old = opt.append ? copy_old(f, fd) : 0;
 	if (opt.command != NULL)
-		added = run_command(fd);
+		added = run_command(f, fd);
 	else {
-		in = tgt->in = open_input();
-		added = copy_fd(in, fd, input_name());
+		in = f->in = open_input(f);
+		added = copy_fd(f, in, fd, input_name(f));
 		if (in != STDIN_FILENO)
 			close(in);
-		tgt->in = -1;
+		f->in = -1;
 	}
 	if (opt.noempty && added == 0)
-		fail(tgt->target, "input is empty, not replaced (-E)");
+		fail(f->target, "input is empty, not replaced (-E)");
 	return old + added;
 }
 
 /* -C: is the new file the same as the old one, content and metadata? */
 /* -C: the metadata decided for the new file is the old file's. */
 static int
-meta_unchanged(void)
+meta_unchanged(const struct file *f)
 {
-	return tgt->regular && !tgt->pathonly &&
-	    tgt->meta.mode == (tgt->st.st_mode & 07777) &&
-	    (tgt->meta.uid == (uid_t)-1 || tgt->meta.uid == tgt->st.st_uid) &&
-	    (tgt->meta.gid == (gid_t)-1 || tgt->meta.gid == tgt->st.st_gid);
+	return f->regular && !f->pathonly &&
+	    f->meta.mode == (f->st.st_mode & 07777) &&
+	    (f->meta.uid == (uid_t)-1 || f->meta.uid == f->st.st_uid) &&
+	    (f->meta.gid == (gid_t)-1 || f->meta.gid == f->st.st_gid);
 }
 
 static int
-unchanged(int fd, off_t size)
+unchanged(const struct file *f, int fd, off_t size)
 {
 	off_t off;
 	ssize_t n;
 
-	if (!meta_unchanged() || size != tgt->st.st_size)
+	if (!meta_unchanged(f) || size != f->st.st_size)
 		return 0;
 	for (off = 0; off < size; off += n) {
 		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
-			fail_errno(tgt->target);
-		if (n == 0 || xpread(tgt->fd, cmpbuf, n, off) != n)
+			fail_errno(f->target);
+		if (n == 0 || xpread(f->fd, cmpbuf, n, off) != n)
 			return 0;
 		if (memcmp(buf, cmpbuf, n) != 0)
 			return 0;
@@ -2409,26 +2415,26 @@ unchanged(int fd, off_t size)
  * needs no writable directory.  Otherwise the error E stands.
  */
 static int
-input_unchanged(int e)
+input_unchanged(struct file *f, int e)
 {
 	off_t off = 0;
 	ssize_t n;
-	int in, same = opt.command == NULL && !opt.append && meta_unchanged();
+	int in, same = opt.command == NULL && !opt.append && meta_unchanged(f);
 
-	in = tgt->in = same ? open_input() : -1;
+	in = f->in = same ? open_input(f) : -1;
 	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
 		if (n < 0)
-			fail_errno(input_name());
-		same = off + n <= tgt->st.st_size &&
-		    xpread(tgt->fd, cmpbuf, n, off) == n &&
+			fail_errno(input_name(f));
+		same = off + n <= f->st.st_size &&
+		    xpread(f->fd, cmpbuf, n, off) == n &&
 		    memcmp(buf, cmpbuf, n) == 0;
 		off += n;
 	}
 	if (in > STDIN_FILENO)
 		close(in);
-	tgt->in = -1;
-	if (!same || off != tgt->st.st_size || (opt.noempty && off == 0))
-		fail_temp(e);
+	f->in = -1;
+	if (!same || off != f->st.st_size || (opt.noempty && off == 0))
+		fail_temp(f, e);
 	return 1;
 }
 
@@ -2440,33 +2446,33 @@ input_unchanged(int e)
  * O_PATH descriptor is read through /proc, which reaches the same inode.
  */
 static ssize_t
-old_xattr(const char *name, char *val, size_t n)
+old_xattr(const struct file *f, const char *name, char *val, size_t n)
 {
 	char proc[64];
 
-	if (!tgt->pathonly)
-		return name != NULL ? fgetxattr(tgt->fd, name, val, n) :
-		    flistxattr(tgt->fd, val, n);
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", tgt->fd);
+	if (!f->pathonly)
+		return name != NULL ? fgetxattr(f->fd, name, val, n) :
+		    flistxattr(f->fd, val, n);
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
 	return name != NULL ? getxattr(proc, name, val, n) :
 	    listxattr(proc, val, n);
 }
 #endif
 
 static _Noreturn void
-fail_xattr(const char *name)
+fail_xattr(const struct file *f, const char *name)
 {
-	if (tgt->pathonly && errno == ENOENT)
-		fail(tgt->target, "cannot read its attributes: the file is not"
+	if (f->pathonly && errno == ENOENT)
+		fail(f->target, "cannot read its attributes: the file is not"
 		    " readable and /proc is not mounted");
-	if (tgt->pathonly && errno == EACCES)
-		fail(tgt->target, "cannot keep attribute %s: %s (the file is"
+	if (f->pathonly && errno == EACCES)
+		fail(f->target, "cannot keep attribute %s: %s (the file is"
 		    " not readable)", name, strerror(errno));
 	if (strcmp(name, "security.capability") == 0 && errno == EPERM)
-		fail(tgt->target, "cannot keep its file capabilities: %s (setting"
+		fail(f->target, "cannot keep its file capabilities: %s (setting"
 		    " them needs CAP_SETFCAP; setcap -r drops them first)",
 		    strerror(errno));
-	fail(tgt->target, "cannot keep attribute %s: %s", name,
+	fail(f->target, "cannot keep attribute %s: %s", name,
 	    strerror(errno));
 }
 
@@ -2476,7 +2482,7 @@ fail_xattr(const char *name)
  * silently).  security.selinux: the old file's context is kept.
  */
 static int
-keep_xattr(const char *name)
+keep_xattr(const struct file *f, const char *name)
 {
 	if (strncmp(name, "user.", 5) == 0 ||
 	    strcmp(name, "system.posix_acl_access") == 0 ||
@@ -2484,9 +2490,9 @@ keep_xattr(const char *name)
 		return 1;
 	if (strcmp(name, "security.capability") != 0)
 		return 0;
-	if (tgt->meta.uid == tgt->st.st_uid && tgt->meta.gid == tgt->st.st_gid)
+	if (f->meta.uid == f->st.st_uid && f->meta.gid == f->st.st_gid)
 		return 1;
-	warnx(tgt->target, "its file capabilities are dropped, as the owner or"
+	warnx(f->target, "its file capabilities are dropped, as the owner or"
 	    " group changes (as chown(2) drops them)");
 	return 0;
 }
@@ -2497,7 +2503,7 @@ keep_xattr(const char *name)
  * the directory's default goes.
  */
 static void
-copy_xattrs(int to)
+copy_xattrs(const struct file *f, int to)
 {
 #ifdef HAVE_XATTR
 	ssize_t n, len;
@@ -2505,37 +2511,38 @@ copy_xattrs(int to)
 
 	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
 	    errno != ENODATA && errno != ENOTSUP)
-		fail(tgt->target, "cannot remove the inherited ACL: %s",
+		fail(f->target, "cannot remove the inherited ACL: %s",
 		    strerror(errno));
-	if ((n = old_xattr(NULL, NULL, 0)) <= 0) {
+	if ((n = old_xattr(f, NULL, NULL, 0)) <= 0) {
 		if (n < 0 && errno != ENOTSUP)
-			fail_xattr("list");
+			fail_xattr(f, "list");
 		return;
 	}
 	list = xmalloc(n);
-	if ((n = old_xattr(NULL, list, n)) < 0)
-		fail_xattr("list");
+	if ((n = old_xattr(f, NULL, list, n)) < 0)
+		fail_xattr(f, "list");
 	for (name = list; name < list + n; name += strlen(name) + 1) {
-		if (!keep_xattr(name))
+		if (!keep_xattr(f, name))
 			continue;
-		if ((len = old_xattr(name, NULL, 0)) < 0) {
+		if ((len = old_xattr(f, name, NULL, 0)) < 0) {
 			if (errno == ENODATA)
 				continue;
-			fail_xattr(name);
+			fail_xattr(f, name);
 		}
 		val = xmalloc(len + 1);
-		if ((len = old_xattr(name, val, len)) < 0)
-			fail_xattr(name);
+		if ((len = old_xattr(f, name, val, len)) < 0)
+			fail_xattr(f, name);
 		if (strcmp(name, "system.posix_acl_access") == 0)
 			acl_apply_mode((unsigned char *)val, len,
-			    tgt->meta.mode);
+			    f->meta.mode);
 		if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||
 		    strncmp(name, "security.", 9) == 0))
-			fail_xattr(name);
+			fail_xattr(f, name);
 		free(val);
 	}
 	free(list);
 #else
+	(void)f;
 	(void)to;
 #endif
 }
@@ -2548,55 +2555,55 @@ copy_xattrs(int to)
 static int mount_of(int, char *, size_t, char *, size_t);
 
 static void
-fail_modeless(const struct stat *st)
+fail_modeless(const struct file *f, const struct stat *st)
 {
 	char type[64] = "?", opts[256];
 
-	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(tgt->target, "cannot set mode %04o: this file system (%s) made it"
-	    " %04o; it does not keep Unix modes", (unsigned)tgt->meta.mode,
+	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
+	fail(f->target, "cannot set mode %04o: this file system (%s) made it"
+	    " %04o; it does not keep Unix modes", (unsigned)f->meta.mode,
 	    type, (unsigned)(st->st_mode & 07777));
 }
 
 /* The kernel may refuse a bit (set-group-ID outside the group): say so. */
 static void
-set_mode(int fd)
+set_mode(const struct file *f, int fd)
 {
 	struct stat st;
 
-	if (fchmod(fd, tgt->meta.mode) < 0)
-		fail(tgt->target, "cannot set mode: %s", strerror(errno));
+	if (fchmod(fd, f->meta.mode) < 0)
+		fail(f->target, "cannot set mode: %s", strerror(errno));
 	if (fstat(fd, &st) < 0)
-		fail_errno(tgt->target);
-	if ((st.st_mode & 07777) == tgt->meta.mode)
+		fail_errno(f->target);
+	if ((st.st_mode & 07777) == f->meta.mode)
 		return;
-	if (!(tgt->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
-		if (!tgt->regular && opt.mode == NULL)
+	if (!(f->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
+		if (!f->regular && opt.mode == NULL)
 			return;		/* what open(2) gives */
-		fail_modeless(&st);
+		fail_modeless(f, &st);
 	}
-	fail(tgt->target, "cannot set mode %04o: the system made it %04o, as"
+	fail(f->target, "cannot set mode %04o: the system made it %04o, as"
 	    " set-group-ID needs membership of the file's group (use -m to"
-	    " choose a mode)", (unsigned)tgt->meta.mode,
+	    " choose a mode)", (unsigned)f->meta.mode,
 	    (unsigned)(st.st_mode & 07777));
 }
 
 static void
-apply_metadata(int fd)
+apply_metadata(const struct file *f, int fd)
 {
-	if ((tgt->meta.uid != (uid_t)-1 || tgt->meta.gid != (gid_t)-1) &&
-	    fchown(fd, tgt->meta.uid, tgt->meta.gid) < 0) {
-		if (errno == EPERM && tgt->regular)
-			fail(tgt->target, "cannot keep owner %lu and group %lu:"
+	if ((f->meta.uid != (uid_t)-1 || f->meta.gid != (gid_t)-1) &&
+	    fchown(fd, f->meta.uid, f->meta.gid) < 0) {
+		if (errno == EPERM && f->regular)
+			fail(f->target, "cannot keep owner %lu and group %lu:"
 			    " %s (use -o and -g to choose them)",
-			    (unsigned long)tgt->meta.uid,
-			    (unsigned long)tgt->meta.gid, strerror(errno));
-		fail(tgt->target, "cannot set owner and group: %s",
+			    (unsigned long)f->meta.uid,
+			    (unsigned long)f->meta.gid, strerror(errno));
+		fail(f->target, "cannot set owner and group: %s",
 		    strerror(errno));
 	}
-	if (tgt->regular)
-		copy_xattrs(fd);
-	set_mode(fd);
+	if (f->regular)
+		copy_xattrs(f, fd);
+	set_mode(f, fd);
 }
 
 /*
@@ -2827,9 +2834,9 @@ flush_data(int fd, int plan)
 }
 
 static int
-flush_temp(int fd)
+flush_temp(const struct file *f, int fd)
 {
-	return flush_data(fd, tgt->plan);
+	return flush_data(fd, f->plan);
 }
 
 /*
@@ -2861,9 +2868,9 @@ chattr_refusal(int fd)
 
 /* The same for the regular file NAME of the target's directory. */
 static const char *
-chattr_refusal_at(const char *name)
+chattr_refusal_at(const struct file *f, const char *name)
 {
-	int fd = xopenat(tgt->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	int fd = xopenat(f->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 	    O_CLOEXEC, 0);
 	const char *why = chattr_refusal(fd);
 
@@ -2874,15 +2881,16 @@ chattr_refusal_at(const char *name)
 
 /* Is NAME, in the target's directory, a mount point (a bind-mounted file)? */
 static int
-mount_point(const char *name)
+mount_point(const struct file *f, const char *name)
 {
 #ifdef HAVE_STATX_MOUNT_ROOT
 	struct statx sx;
 
-	return statx(tgt->dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE,
+	return statx(f->dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE,
 	    &sx) == 0 && (sx.stx_attributes_mask & sx.stx_attributes &
 	    STATX_ATTR_MOUNT_ROOT) != 0;
 #else
+	(void)f;
 	(void)name;
 	return 0;
 #endif
@@ -2890,13 +2898,13 @@ mount_point(const char *name)
 
 /* A directory that chattr closed: nothing can be created or renamed in it. */
 static void
-check_dir(void)
+check_dir(const struct file *f)
 {
-	const char *why = chattr_refusal(tgt->dirfd);
+	const char *why = chattr_refusal(f->dirfd);
 
 	if (why != NULL)
-		fail(tgt->target, "directory %s is %s; cannot be %s",
-		    tgt->dirpath, why, tgt->exists ? "replaced" : "created");
+		fail(f->target, "directory %s is %s; cannot be %s",
+		    f->dirpath, why, f->exists ? "replaced" : "created");
 }
 
 /*
@@ -2905,29 +2913,30 @@ check_dir(void)
  * the old file.
  */
 static long
-check_backup_name(void)
+check_backup_name(const struct file *f)
 {
 	char bakfinal[NAME_MAX + 2];	/* TARGET~ */
-	long max = name_max();
+	long max = name_max(f);
 	const char *why;
 	struct stat st;
 
-	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name,
+	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", f->name,
 	    opt.suffix) > max)
-		fail(tgt->target, "cannot make backup: %s",
+		fail(f->target, "cannot make backup: %s",
 		    strerror(ENAMETOOLONG));
-	if (fstatat(tgt->dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(f->dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return max;
 	if (S_ISDIR(st.st_mode))
-		fail(tgt->target, "cannot make backup %s: %s", bakfinal,
+		fail(f->target, "cannot make backup %s: %s", bakfinal,
 		    strerror(EISDIR));
-	if (mount_point(bakfinal))
-		fail(tgt->target, "cannot make backup %s: it is a mount point",
+	if (mount_point(f, bakfinal))
+		fail(f->target, "cannot make backup %s: it is a mount point",
 		    bakfinal);
-	if (S_ISREG(st.st_mode) && (why = chattr_refusal_at(bakfinal)) != NULL)
-		fail(tgt->target, "cannot make backup %s: it is %s", bakfinal,
+	if (S_ISREG(st.st_mode) &&
+	    (why = chattr_refusal_at(f, bakfinal)) != NULL)
+		fail(f->target, "cannot make backup %s: it is %s", bakfinal,
 		    why);
-	return same_file(&st, &tgt->st) ? 0 : max;
+	return same_file(&st, &f->st) ? 0 : max;
 }
 
 /*
@@ -2939,9 +2948,9 @@ check_backup_name(void)
  * tests/blockcrash, profiles ext2 and ext4-nojournal).
  */
 static int
-keep_old(void)
+keep_old(const struct file *f)
 {
-	return tgt->plan == PLAN_NOJOURNAL;
+	return f->plan == PLAN_NOJOURNAL;
 }
 
 /*
@@ -2964,45 +2973,45 @@ dir_flush(int plan, int exists)
  */
 /* exFAT and vfat have no hard links; protected_hardlinks refuses some. */
 static _Noreturn void
-fail_nolink(void)
+fail_nolink(const struct file *f)
 {
 	char type[64] = "?", opts[256];
 	int e = errno;
 
-	mount_of(tgt->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(tgt->target, "cannot make backup: -b needs a hard link to the old"
+	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
+	fail(f->target, "cannot make backup: -b needs a hard link to the old"
 	    " file, which this file system (%s) refused: %s", type,
 	    strerror(e));
 }
 
 /* -b's link to the old file cannot be made (errno says why). */
 static _Noreturn void
-fail_link(void)
+fail_link(const struct file *f)
 {
 	/* Same directory: only a mount can be in between. */
 	if (errno == EXDEV)
-		fail(tgt->target, "is a mount point and cannot be replaced: %s",
+		fail(f->target, "is a mount point and cannot be replaced: %s",
 		    strerror(errno));
 	if (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)
-		fail_nolink();
-	fail(tgt->target, "cannot make backup: %s", strerror(errno));
+		fail_nolink(f);
+	fail(f->target, "cannot make backup: %s", strerror(errno));
 }
 
 /*
- * The hidden link's name in tgt->bakname, its buffer allocated empty the
+ * The hidden link's name in F->bakname, its buffer allocated empty the
  * first time (the signal handler may look at it from then on).
  */
 static void
-name_backup_link(long max)
+name_backup_link(struct file *f, long max)
 {
 	char *s;
 
-	if (tgt->bakname == NULL) {
+	if (f->bakname == NULL) {
 		if ((s = calloc(1, NAME_MAX + 1)) == NULL)
-			fail_errno(tgt->target);
-		tgt->bakname = s;
+			fail_errno(f->target);
+		f->bakname = s;
 	}
-	hidden_name(tgt->bakname, tgt->name, opt.suffix, max);
+	hidden_name(f->bakname, f->name, opt.suffix, max);
 }
 
 /*
@@ -3010,44 +3019,44 @@ name_backup_link(long max)
  * runs or the input is read, by making the link and removing it at once.
  */
 static void
-probe_link(long max)
+probe_link(struct file *f, long max)
 {
-	name_backup_link(max);
-	if (linkat(tgt->dirfd, tgt->name, tgt->dirfd, tgt->bakname, 0) < 0) {
-		tgt->bakname[0] = '\0';
+	name_backup_link(f, max);
+	if (linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0) < 0) {
+		f->bakname[0] = '\0';
 		if (errno != ENOENT)	/* ENOENT: as in link_backup */
-			fail_link();
+			fail_link(f);
 		return;
 	}
 	/* Not removed: it is litter, removed on the way out. */
-	if (unlinkat(tgt->dirfd, tgt->bakname, 0) < 0)
-		fail(tgt->target, "cannot make backup: %s", strerror(errno));
-	tgt->bakname[0] = '\0';
+	if (unlinkat(f->dirfd, f->bakname, 0) < 0)
+		fail(f->target, "cannot make backup: %s", strerror(errno));
+	f->bakname[0] = '\0';
 }
 
 static void
-link_backup(void)
+link_backup(struct file *f)
 {
 	long max;
 	int tries;
 
-	if (!tgt->exists || (!opt.backup && !keep_old()))
+	if (!f->exists || (!opt.backup && !keep_old(f)))
 		return;
 	if (!opt.backup)
-		max = name_max();
-	else if ((max = check_backup_name()) == 0)
+		max = name_max(f);
+	else if ((max = check_backup_name(f)) == 0)
 		return;		/* it already is the old file */
-	name_backup_link(max);
+	name_backup_link(f, max);
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; linkat(tgt->dirfd, tgt->name, tgt->dirfd, tgt->bakname,
+	for (tries = 0; linkat(f->dirfd, f->name, f->dirfd, f->bakname,
 	    0) < 0; tries++)
 		if (errno != ENOENT || tries == 100) {
-			tgt->bakname[0] = '\0';
+			f->bakname[0] = '\0';
 			/* keep_old() asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
 				return;
-			fail_link();
+			fail_link(f);
 		}
 }
 
@@ -3057,58 +3066,58 @@ link_backup(void)
  * has hard links.
  */
 static void
-check_replaceable(int backup)
+check_replaceable(struct file *f, int backup)
 {
 	long max;
 
 	const char *why;
 
-	if (!tgt->exists)
+	if (!f->exists)
 		return;
-	if (mount_point(tgt->name))
-		fail(tgt->target, "is a mount point and cannot be replaced: %s",
+	if (mount_point(f, f->name))
+		fail(f->target, "is a mount point and cannot be replaced: %s",
 		    strerror(EBUSY));
-	if ((why = chattr_refusal(tgt->fd)) != NULL)
-		fail(tgt->target, "is %s; cannot be replaced", why);
-	if (backup && opt.backup && (max = check_backup_name()) != 0)
-		probe_link(max);
+	if ((why = chattr_refusal(f->fd)) != NULL)
+		fail(f->target, "is %s; cannot be replaced", why);
+	if (backup && opt.backup && (max = check_backup_name(f)) != 0)
+		probe_link(f, max);
 }
 
 static int
-rename_backup(void)
+rename_backup(struct file *f)
 {
 	char bakfinal[NAME_MAX + 2];	/* TARGET~ */
 	struct stat st;
 
-	if (tgt->bakname == NULL || tgt->bakname[0] == '\0' || !opt.backup)
+	if (f->bakname == NULL || f->bakname[0] == '\0' || !opt.backup)
 		return 0;
-	snprintf(bakfinal, sizeof bakfinal, "%s%s", tgt->name, opt.suffix);
-	if (renameat(tgt->dirfd, tgt->bakname, tgt->dirfd, bakfinal) < 0) {
-		warnx(tgt->target, "replaced, but the previous version could not"
+	snprintf(bakfinal, sizeof bakfinal, "%s%s", f->name, opt.suffix);
+	if (renameat(f->dirfd, f->bakname, f->dirfd, bakfinal) < 0) {
+		warnx(f->target, "replaced, but the previous version could not"
 		    " be renamed to %s: %s; it is kept as %s/%s", bakfinal,
-		    strerror(errno), tgt->dirpath, tgt->bakname);
-		tgt->bakname[0] = '\0';
+		    strerror(errno), f->dirpath, f->bakname);
+		f->bakname[0] = '\0';
 		return -1;
 	}
 	/* Already another name of the same file: rename(2) did nothing. */
-	if (fstatat(tgt->dirfd, tgt->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		unlinkat(tgt->dirfd, tgt->bakname, 0);
-	tgt->bakname[0] = '\0';
+	if (fstatat(f->dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		unlinkat(f->dirfd, f->bakname, 0);
+	f->bakname[0] = '\0';
 	return 0;
 }
 
 /* Rename the temporary file TMP over the target, and -b's link to TARGET~. */
 static int
-rename_over(char *tmp)
+rename_over(struct file *f, char *tmp)
 {
-	if (renameat(tgt->dirfd, tmp, tgt->dirfd, tgt->name) < 0) {
+	if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {
 		if (errno == EBUSY)
-			fail(tgt->target, "is a mount point and cannot be"
+			fail(f->target, "is a mount point and cannot be"
 			    " replaced: %s", strerror(errno));
-		fail_errno(tgt->target);
+		fail_errno(f->target);
 	}
 	tmp[0] = '\0';
-	return rename_backup();
+	return rename_backup(f);
 }
 
 /*
@@ -3144,12 +3153,12 @@ flush_named(int dirfd, const char *name, int fd)
  * directory flushed again, so that a crash after exit leaves no litter.
  */
 static int
-drop_old_link(void)
+drop_old_link(struct file *f)
 {
-	if (opt.backup || tgt->bakname == NULL || tgt->bakname[0] == '\0')
+	if (opt.backup || f->bakname == NULL || f->bakname[0] == '\0')
 		return 0;
-	unlink_litter(tgt->dirfd, tgt->dirpath, tgt->bakname, "backup link", 1);
-	return flush_fd(tgt->dirfd);
+	unlink_litter(f->dirfd, f->dirpath, f->bakname, "backup link", 1);
+	return flush_fd(f->dirfd);
 }
 
 /*
@@ -3192,38 +3201,38 @@ drop_old_links(void)
 
 /* Step 6: rename over the target, then flush the directory. */
 static int
-commit(int fd)
+commit(struct file *f, int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
 	int status = 0, r, e;
-	int flush = dir_flush(tgt->plan, tgt->exists);
+	int flush = dir_flush(f->plan, f->exists);
 	/* The rename made durable: by the directory's flush; PLAN_FILELOG:
 	   by the new file's instead; PLAN_FUSE: by both, as the server may
 	   not pass the directory's on (the file's commits the rename on the
 	   file system underneath).  The file is flushed through FD, kept
 	   open across the rename: its mode may not let it be opened again. */
-	int dirflush = flush && !(tgt->plan & PLAN_FILELOG);
-	int fileflush = flush && (tgt->plan & (PLAN_FILELOG | PLAN_FUSE));
+	int dirflush = flush && !(f->plan & PLAN_FILELOG);
+	int fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));
 
 	if (!fileflush) {
 		if (close(fd) < 0)
-			fail_errno(tgt->target);
+			fail_errno(f->target);
 		fd = -1;
 	}
 	/* A FUSE server hides a file still open when it is renamed over. */
-	if (tgt->fd >= 0 && !opt.lock) {
-		close(tgt->fd);
-		tgt->fd = -1;
+	if (f->fd >= 0 && !opt.lock) {
+		close(f->fd);
+		f->fd = -1;
 	}
-	if (rename_over(tgt->tmpname) < 0)
+	if (rename_over(f, f->tmpname) < 0)
 		status = late;
-	if (dirflush && flush_fd(tgt->dirfd) < 0) {
-		warnx(tgt->target, "replaced, but flushing directory %s failed:"
+	if (dirflush && flush_fd(f->dirfd) < 0) {
+		warnx(f->target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
-		    tgt->dirpath, strerror(errno));
+		    f->dirpath, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);
+		keep_old_link(f->target, f->dirpath, f->bakname);
 		return late;
 	}
 	if (fd >= 0) {			/* fileflush */
@@ -3231,19 +3240,19 @@ commit(int fd)
 		e = errno;
 		close(fd);	/* after the flush a close error tells nothing */
 		if (r < 0) {
-			warnx(tgt->target, "replaced, but flushing it failed: %s;"
+			warnx(f->target, "replaced, but flushing it failed: %s;"
 			    " the new content may not survive a crash",
 			    strerror(e));
 			return late;
 		}
 	}
-	if (drop_old_link() < 0) {
-		warnx(tgt->target, "replaced, but flushing directory %s failed:"
-		    " %s", tgt->dirpath, strerror(errno));
+	if (drop_old_link(f) < 0) {
+		warnx(f->target, "replaced, but flushing directory %s failed:"
+		    " %s", f->dirpath, strerror(errno));
 		return late;
 	}
 	if (opt.verbose)
-		warnx(tgt->target, tgt->exists ? "replaced" : "created");
+		warnx(f->target, f->exists ? "replaced" : "created");
 	return status;
 }
 
@@ -3253,14 +3262,14 @@ commit(int fd)
  * promises that it has.
  */
 static int
-finish_unchanged(void)
+finish_unchanged(const struct file *f)
 {
 	remove_litter(1);
-	if (opt.sync && (flush_fd(tgt->fd) < 0 || flush_fd(tgt->dirfd) < 0))
-		fail(tgt->target, "unchanged, but cannot flush it to disk: %s",
+	if (opt.sync && (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))
+		fail(f->target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
 	if (opt.verbose)
-		warnx(tgt->target, "unchanged");
+		warnx(f->target, "unchanged");
 	return 0;
 }
 
@@ -3339,34 +3348,22 @@ flush_fs(int fd)
 #endif
 }
 
-/*
- * Make job J the target of the single-file steps.  Nothing of the job
- * before it carries over: each starts zeroed (add_job), and its
- * descriptors are closed and set to -1 as it leaves prepare_job or fails
- * (drop_job).
- */
-static void
-load_job(struct file *j)
-{
-	tgt = j;
-}
-
 /* What fail() left open. */
 static void
-drop_job(void)
+drop_job(struct file *f)
 {
 	size_t i;
 
-	if (tgt->fd >= 0)
-		close(tgt->fd);
-	if (tgt->in > STDIN_FILENO)
-		close(tgt->in);
-	if (tgt->newfd >= 0)
-		close(tgt->newfd);
-	tgt->fd = tgt->in = tgt->newfd = -1;
-	for (i = 0; i < sizeof tgt->held / sizeof tgt->held[0]; i++) {
-		free(tgt->held[i]);
-		tgt->held[i] = NULL;
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->in > STDIN_FILENO)
+		close(f->in);
+	if (f->newfd >= 0)
+		close(f->newfd);
+	f->fd = f->in = f->newfd = -1;
+	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++) {
+		free(f->held[i]);
+		f->held[i] = NULL;
 	}
 }
 
@@ -3405,15 +3402,14 @@ resolve_job(struct file *j)
 	struct stat dir;
 	size_t *slot;
 
-	load_job(j);
-	resolve_target();
-	if (fstat(tgt->dirfd, &dir) < 0)
-		fail_errno(tgt->dirpath);
+	resolve_target(j);
+	if (fstat(j->dirfd, &dir) < 0)
+		fail_errno(j->dirpath);
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
 	j->dir = j - jobs;
 	if (*(slot = dir_slot(j->dev, j->ino)) != 0) {
-		close(tgt->dirfd);
+		close(j->dirfd);
 		j->dir = *slot - 1;
 		j->dirfd = jobs[j->dir].dirfd;
 	} else
@@ -3493,8 +3489,7 @@ check_job_dir(struct file *j)
 	/* Its first target's check stands for the others, unless it failed. */
 	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
 		return;
-	load_job(j);
-	check_dir();
+	check_dir(j);
 }
 
 /* Steps 2 to 4; the new file waits, closed, under its temporary name. */
@@ -3503,34 +3498,33 @@ prepare_job(struct file *j)
 {
 	off_t size;
 
-	load_job(j);
-	open_target();
-	decide_metadata();
-	tgt->newfd = create_temp();
-	size = tgt->newfd >= 0 ? fill_temp(tgt->newfd) : 0;
-	if (opt.ifchanged && (tgt->newfd < 0 ? input_unchanged(-tgt->newfd) :
-	    unchanged(tgt->newfd, size))) {
+	open_target(j);
+	decide_metadata(j);
+	j->newfd = create_temp(j);
+	size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0;
+	if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :
+	    unchanged(j, j->newfd, size))) {
 		j->state = UNCHANGED;
 		block_signals();
-		unlinkat(tgt->dirfd, tgt->tmpname, 0);
-		tgt->tmpname[0] = '\0';
+		unlinkat(j->dirfd, j->tmpname, 0);
+		j->tmpname[0] = '\0';
 		unblock_signals();
-		if (per_file(j) && opt.sync && flush_fd(tgt->fd) < 0)
-			fail(tgt->target, "unchanged, but cannot flush it to"
+		if (per_file(j) && opt.sync && flush_fd(j->fd) < 0)
+			fail(j->target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
 		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
 	} else {
-		check_replaceable(0);
-		apply_metadata(tgt->newfd);
+		check_replaceable(j, 0);
+		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
-		    flush_data(tgt->newfd, j->plan) < 0)
-			fail(tgt->target, "cannot flush to disk: %s",
+		    flush_data(j->newfd, j->plan) < 0)
+			fail(j->target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
 		if (!per_file(j) && !(j->plan & PLAN_ORDERED))
-			sync_file_range(tgt->newfd, 0, 0,
+			sync_file_range(j->newfd, 0, 0,
 			    SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
@@ -3539,17 +3533,17 @@ prepare_job(struct file *j)
 		   descriptor till then (only these: a descriptor each would
 		   not scale). */
 		if ((j->plan & PLAN_FUSE) && opt.sync &&
-		    !(tgt->meta.mode & (S_IRUSR | S_IWUSR))) {
-			j->keptfd = tgt->newfd;
-			tgt->newfd = -1;
+		    !(j->meta.mode & (S_IRUSR | S_IWUSR))) {
+			j->keptfd = j->newfd;
+			j->newfd = -1;
 		}
 	}
-	if (tgt->newfd >= 0 && close(tgt->newfd) < 0) {
-		tgt->newfd = -1;
-		fail_errno(tgt->target);
+	if (j->newfd >= 0 && close(j->newfd) < 0) {
+		j->newfd = -1;
+		fail_errno(j->target);
 	}
-	tgt->newfd = -1;
-	drop_job();
+	j->newfd = -1;
+	drop_job(j);
 }
 
 /*
@@ -3615,16 +3609,14 @@ flush_new_files(void)
 static void
 link_job_backup(struct file *j)
 {
-	load_job(j);
-	link_backup();
+	link_backup(j);
 }
 
 /* Step 6 for one file. */
 static void
 rename_job(struct file *j)
 {
-	load_job(j);
-	if (rename_over(j->tmpname) < 0)
+	if (rename_over(j, j->tmpname) < 0)
 		lostbackup = 3;
 	j->state = REPLACED;
 	if (dir_flush(j->plan, j->exists))
@@ -3687,7 +3679,7 @@ flush_dirs(void)
 static size_t
 fail_job(struct file *j)
 {
-	drop_job();
+	drop_job(j);
 	j->state = FAILED;
 	return 1;
 }
@@ -3873,6 +3865,7 @@ replace_many(void)
 int
 main(int argc, char *argv[])
 {
+	struct file *f;
 	off_t size;
 	int fd, status;
 
@@ -3885,35 +3878,35 @@ main(int argc, char *argv[])
 		return replace_many();
 	jobs = xjobs(1);
 	add_job(opt.target, opt.input != NULL ? opt.input : "-");
-	tgt = &jobs[0];
-	resolve_target();
-	check_dir();
-	tgt->plan = fs_plan(tgt->dirfd, !opt.backup);
+	f = &jobs[0];
+	resolve_target(f);
+	check_dir(f);
+	f->plan = fs_plan(f->dirfd, !opt.backup);
 	if (opt.lock)
-		lock_target();
+		lock_target(f);
 	else
-		open_target();
+		open_target(f);
 	/* Before the command runs; -C first needs to know what changes. */
 	if (!opt.ifchanged)
-		check_replaceable(1);
-	decide_metadata();
-	fd = create_temp();
-	size = fd >= 0 ? fill_temp(fd) : 0;
-	if (opt.ifchanged && (fd < 0 ? input_unchanged(-fd) : unchanged(fd,
-	    size)))
-		return finish_unchanged();
+		check_replaceable(f, 1);
+	decide_metadata(f);
+	fd = create_temp(f);
+	size = fd >= 0 ? fill_temp(f, fd) : 0;
+	if (opt.ifchanged && (fd < 0 ? input_unchanged(f, -fd) :
+	    unchanged(f, fd, size)))
+		return finish_unchanged(f);
 	if (opt.ifchanged)
-		check_replaceable(1);
-	apply_metadata(fd);
-	if (flush_temp(fd) < 0)
-		fail(tgt->target, "cannot flush to disk: %s", strerror(errno));
+		check_replaceable(f, 1);
+	apply_metadata(f, fd);
+	if (flush_temp(f, fd) < 0)
+		fail(f->target, "cannot flush to disk: %s", strerror(errno));
 	if (opt.lock)
-		lock_new_file(fd);
+		lock_new_file(f, fd);
 	block_signals();
-	link_backup();
-	status = commit(fd);
+	link_backup(f);
+	status = commit(f, fd);
 	if (opt.printchanged)
-		status = print_changed(tgt->target, status);
+		status = print_changed(f->target, status);
 	remove_litter(1);
 	unblock_signals();
 	return status;

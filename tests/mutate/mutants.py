@@ -36,7 +36,7 @@ M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\tfail_errno(inname);", "")]
 M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
   "a pread error of the input is taken as end of file", "read")
 M("splice-error-ignored", "copy_fd",
-  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_write();", "")],
+  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_write(f);", "")],
   "an ENOSPC or EIO from splice falls back to read(2) instead of failing",
   "write")
 M("cfr-error-ignored", "copy_span",
@@ -45,42 +45,42 @@ M("cfr-error-ignored", "copy_span",
 M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "rename_over",
-  [("if (renameat(tgt->dirfd, tmp, tgt->dirfd, tgt->name) < 0) {",
-    "if (renameat(tgt->dirfd, tmp, tgt->dirfd, tgt->name) < -1) {")],
+  [("if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {",
+    "if (renameat(f->dirfd, tmp, f->dirfd, f->name) < -1) {")],
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "main", [("if (flush_temp(fd) < 0)", "if (0)")],
+M("no-data-flush", "main", [("if (flush_temp(f, fd) < 0)", "if (0)")],
   "the temporary file is not flushed before the rename", "flush")
 M("data-flush-error-ignored", "main",
-  [("if (flush_temp(fd) < 0)", "if (flush_temp(fd) < -1)")],
+  [("if (flush_temp(f, fd) < 0)", "if (flush_temp(f, fd) < -1)")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
 M("no-dir-flush", "commit",
-  [("if (dirflush && flush_fd(tgt->dirfd) < 0) {", "if (0) {")],
+  [("if (dirflush && flush_fd(f->dirfd) < 0) {", "if (0) {")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit",
-  [("keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);\n\t\treturn late;",
-    "keep_old_link(tgt->target, tgt->dirpath, tgt->bakname);\n\t\treturn 0;")],
+  [("keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn late;",
+    "keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn 0;")],
   "a failed directory flush exits 0 instead of 3", "status")
 M("file-flush-status-0", "commit",
   [("strerror(e));\n\t\t\treturn late;", "strerror(e));\n\t\t\treturn 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
-  [("apply_metadata(fd);\n\tif (flush_temp(fd) < 0)\n\t\tfail(tgt->target, \"cannot flush to disk: %s\", strerror(errno));",
-    "if (flush_temp(fd) < 0)\n\t\tfail(tgt->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(fd);")],
+  [("apply_metadata(f, fd);\n\tif (flush_temp(f, fd) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));",
+    "if (flush_temp(f, fd) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(f, fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
 M("unchanged-not-flushed", "finish_unchanged",
-  [("if (opt.sync && (flush_fd(tgt->fd) < 0 || flush_fd(tgt->dirfd) < 0))", "if (0)")],
+  [("if (opt.sync && (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
 M("nosync-skips-data-flush", "main",
-  [("if (flush_temp(fd) < 0)", "if (opt.sync && flush_temp(fd) < 0)")],
+  [("if (flush_temp(f, fd) < 0)", "if (opt.sync && flush_temp(f, fd) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
@@ -103,8 +103,8 @@ M("fuse-taken-for-its-lower-fs", "fs_plan",
   [("\t\treturn PLAN_FUSE;", "\t\t;")],
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
 M("fuse-renamed-file-not-flushed", "commit",
-  [("int fileflush = flush && (tgt->plan & (PLAN_FILELOG | PLAN_FUSE));",
-    "int fileflush = flush && (tgt->plan & PLAN_FILELOG);")],
+  [("int fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));",
+    "int fileflush = flush && (f->plan & PLAN_FILELOG);")],
   "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
   [("if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {", "if (1) {")],
@@ -119,16 +119,16 @@ M("fuse-kept-fd-not-flushed", "flush_named",
     "\tif (fd >= 0) {\n\t\tclose(fd);\n\t\treturn 0;\n\t}\n\tfd = xopenat(dirfd, name, O_RDONLY")],
   "a FUSE batch closes the descriptor it kept for a -m 0 file without flushing it", "many")
 M("fuse-mode-0-fd-not-kept", "prepare_job",
-  [("!(tgt->meta.mode & (S_IRUSR | S_IWUSR))", "0")],
+  [("!(j->meta.mode & (S_IRUSR | S_IWUSR))", "0")],
   "a FUSE batch opens a user's -m 0 file again to flush it (exit 3, Permission denied)", "many")
 M("filelog-dir-flushed", "commit",
-  [("int dirflush = flush && !(tgt->plan & PLAN_FILELOG);\n\tint fileflush = flush && (tgt->plan & (PLAN_FILELOG | PLAN_FUSE));",
-    "int dirflush = flush;\n\tint fileflush = flush && (tgt->plan & PLAN_FUSE);")],
+  [("int dirflush = flush && !(f->plan & PLAN_FILELOG);\n\tint fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));",
+    "int dirflush = flush;\n\tint fileflush = flush && (f->plan & PLAN_FUSE);")],
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
 M("filelog-with-backup", "main",
-  [("tgt->plan = fs_plan(tgt->dirfd, !opt.backup);", "tgt->plan = fs_plan(tgt->dirfd, 1);")],
+  [("f->plan = fs_plan(f->dirfd, !opt.backup);", "f->plan = fs_plan(f->dirfd, 1);")],
   "btrfs -b: the renamed file is flushed, not the directory, so TARGET~ may"
   " be lost after exit 0", "backup")
 M("filelog-in-batch", "resolve_job",
@@ -154,52 +154,53 @@ M("litter-backup-link", "remove_litter", [("unlink_litter(jobs[i].dirfd, jobs[i]
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
 M("litter-on-command-failure", "wait_command",
-  [("describe_status(opt.command[0], status);\n\tremove_litter(1);",
-    "describe_status(opt.command[0], status);")],
+  [("describe_status(f, opt.command[0], status);\n\tremove_litter(1);",
+    "describe_status(f, opt.command[0], status);")],
   "a failing command leaves the temporary file", "litter")
 M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
   "a temporary file that cannot be removed (read-only file system) is not named", "litter")
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
-  [("\tset_mode(fd);\n", "\n"), ("\tif ((tgt->meta.uid", "\tset_mode(fd);\n\tif ((tgt->meta.uid")],
+  [("\tset_mode(f, fd);\n", "\n"), ("\tif ((f->meta.uid", "\tset_mode(f, fd);\n\tif ((f->meta.uid")],
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
-M("xattrs-not-copied", "apply_metadata", [("copy_xattrs(fd);", ";")],
+M("xattrs-not-copied", "apply_metadata", [("copy_xattrs(f, fd);", ";")],
   "ACL and user.* attributes are not kept", "metadata")
 M("inherited-acl-kept", "copy_xattrs",
   [("if (fremovexattr(to, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
   "a directory's default ACL leaks onto a replaced file", "metadata")
 M("acl-mode-not-applied", "copy_xattrs",
-  [("acl_apply_mode((unsigned char *)val, len,\n\t\t\t    tgt->meta.mode);", ";")],
+  [("acl_apply_mode((unsigned char *)val, len,\n\t\t\t    f->meta.mode);", ";")],
   "a kept ACL is set with the old permission bits before the mode", "metadata",
   equivalent="the fchmod that follows gives the ACL the same bits; the only difference is a moment before it, with the temporary file's owner alone having access")
 M("setid-kept-on-chown", "decide_metadata",
-  [("tgt->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
+  [("f->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
   "-o/-g keep the set-id bits under the new owner", "metadata")
 M("mode-not-checked", "set_mode",
-  [("if ((st.st_mode & 07777) == tgt->meta.mode)", "if (1)")],
+  [("if ((st.st_mode & 07777) == f->meta.mode)", "if (1)")],
   "a set-group-ID bit dropped by the kernel goes unnoticed", "metadata")
 M("owner-not-kept", "decide_metadata",
-  [("tgt->regular ? tgt->st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
+  [("f->regular ? f->st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
   "the owner of an existing file is not kept", "metadata")
 M("umask-on-existing", "decide_metadata",
-  [("tgt->meta.mode = tgt->regular ? tgt->st.st_mode & 07777 : 0666 & ~mask;",
-    "tgt->meta.mode = tgt->regular ? tgt->st.st_mode & 0777 : 0666 & ~mask;")],
+  [("f->meta.mode = f->regular ? f->st.st_mode & 07777 : 0666 & ~mask;",
+    "f->meta.mode = f->regular ? f->st.st_mode & 0777 : 0666 & ~mask;")],
   "the set-id and sticky bits of an existing file are lost", "metadata")
 M("default-acl-ignored", "decide_metadata",
-  [("default_acl_mode(&tgt->meta.mode);", ";")],
+  [("default_acl_mode(f, &f->meta.mode);", ";")],
   "a new file in a directory with a default ACL gets the umask's mode", "metadata")
 
 # --- links and the protected_* rules
-M("protected-symlinks-off", "follow_link", [("check_protected_link(st);", ";")],
+M("protected-symlinks-off", "follow_link", [("check_protected_link(f, st);", ";")],
   "links planted in /tmp by others are followed", "links")
 M("protected-symlinks-dirowner", "planted_in",
   [("owner != geteuid() && owner != dir.st_uid", "owner != geteuid()")],
   "links of the sticky directory's owner are refused", "links")
-M("protected-regular-off", "open_target", [("check_protected_regular();", ";")],
+M("protected-regular-off", "open_target", [("check_protected_regular(f);", ";")],
   "files planted in /tmp by others receive root's output", "links")
 M("protected-regular-level", "check_protected_regular",
-  [("(level == '1' && !planted(tgt->st.st_uid, S_IWOTH))", "(level == '2' && !planted(tgt->st.st_uid, S_IWOTH))")],
+  [("(level == '1' &&\n\t    !planted(f, f->st.st_uid, S_IWOTH))",
+    "(level == '2' &&\n\t    !planted(f, f->st.st_uid, S_IWOTH))")],
   "protected_regular=2 is taken as 1", "links")
 M("protected-symlinks-dirs-off", "walk_component",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
@@ -211,12 +212,12 @@ M("nojournal-options-unproven", "fs_plan",
   [("if (strcmp(type, \"ext2\") == 0 || journal == 0)", "if (strcmp(type, \"ext2\") == 0)")],
   "ext4 without a journal under options outside the allow-list keeps no link to the old file", "flush")
 M("input-kernel-follows", "open_input",
-  [("fd = walk_dir(AT_FDCWD, tgt->source, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, tgt->source, O_RDONLY | O_CLOEXEC, 0)")],
+  [("fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, f->source, O_RDONLY | O_CLOEXEC, 0)")],
   "-i follows a directory link planted in /tmp (root reads what it points to)", "links")
 M("nolink-found-late", "check_replaceable",
-  [("probe_link(max);", "(void)max;")],
+  [("probe_link(f, max);", "(void)max;")],
   "-b without hard links is found only after the command ran", "backup")
-M("keep-old-off", "keep_old", [("return tgt->plan == PLAN_NOJOURNAL;", "return 0;")],
+M("keep-old-off", "keep_old", [("return f->plan == PLAN_NOJOURNAL;", "return 0;")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
 M("no-sync-nojournal-no-dirflush", "dir_flush", [("return opt.sync || (plan == PLAN_NOJOURNAL && exists);", "return opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
@@ -224,34 +225,34 @@ M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
   "-C with unchanged content fails on a read-only mount", "ifchanged")
 M("ifchanged-readonly-longer", "input_unchanged",
-  [("if (!same || off != tgt->st.st_size ||", "if (!same ||")],
+  [("if (!same || off != f->st.st_size ||", "if (!same ||")],
   "-C on a read-only mount takes a prefix of the target as unchanged", "ifchanged")
 M("case-duplicates-unchecked", "check_case_duplicates",
   [("if (j->state == READY && folds_case(j)) {", "if (0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
 M("nolink-message-bare", "fail_link",
-  [("\t\tfail_nolink();", "\t\t;")],
+  [("\t\tfail_nolink(f);", "\t\t;")],
   "-b without hard links says only Operation not permitted", "backup")
-M("temp-name-255", "create_temp", [("long max = name_max();", "long max = NAME_MAX;")],
+M("temp-name-255", "create_temp", [("long max = name_max(f);", "long max = NAME_MAX;")],
   "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
 M("temp-name-cut-in-char", "hidden_name",
   [("while (keep > 0 && (whole[keep] & 0xc0) == 0x80)", "while (0)")],
   "the temporary name is cut inside a UTF-8 character (NTFS refuses it)", "open")
 M("modeless-new-file-refused", "set_mode",
-  [("if (!tgt->regular && opt.mode == NULL)\n\t\t\treturn;", "")],
+  [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn;", "")],
   "a new file on NTFS is refused for the mode the file system gives it", "metadata")
-M("proc-links-followed", "follow_link", [("check_proc_link();", ";")],
+M("proc-links-followed", "follow_link", [("check_proc_link(f);", ";")],
   "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
 M("nofollow-ignored", "resolve_target",
-  [("if (!S_ISLNK(tgt->st.st_mode) || opt.nofollow)", "if (!S_ISLNK(tgt->st.st_mode))")],
+  [("if (!S_ISLNK(f->st.st_mode) || opt.nofollow)", "if (!S_ISLNK(f->st.st_mode))")],
   "-P follows the link anyway", "links")
 M("not-regular-accepted", "open_target",
-  [("if (!S_ISREG(st.st_mode))\n\t\tfail(tgt->target, \"not a regular file\");", "")],
+  [("if (!S_ISREG(st.st_mode))\n\t\tfail(f->target, \"not a regular file\");", "")],
   "a FIFO swapped in for the target is accepted", "links",
   equivalent="resolve_target refuses non-regular files first; only a race between the two checks reaches this one")
 
 # --- script features
-M("append-drops-old", "fill_temp", [("opt.append ? copy_old(fd) : 0", "0")],
+M("append-drops-old", "fill_temp", [("opt.append ? copy_old(f, fd) : 0", "0")],
   "-a replaces instead of appending", "append")
 M("noempty-ignored", "fill_temp", [("if (opt.noempty && added == 0)", "if (0)")],
   "-E replaces with empty input", "noempty")
@@ -259,16 +260,16 @@ M("ifchanged-content-ignored", "unchanged",
   [("if (memcmp(buf, cmpbuf, n) != 0)\n\t\t\treturn 0;", "")],
   "-C keeps a file whose content differs at equal size", "ifchanged")
 M("ifchanged-mode-ignored", "meta_unchanged",
-  [("tgt->meta.mode == (tgt->st.st_mode & 07777) &&", "")],
+  [("f->meta.mode == (f->st.st_mode & 07777) &&", "")],
   "-C keeps a file whose mode -m would change", "ifchanged")
-M("backup-not-made", "link_backup", [("if (!tgt->exists || (!opt.backup && !keep_old()))", "if (1)")],
+M("backup-not-made", "link_backup", [("if (!f->exists || (!opt.backup && !keep_old(f)))", "if (1)")],
   "-b makes no backup", "backup")
 M("backup-renamed-first", "rename_over",
-  [("{\n\tif (renameat(", "{\n\tint r = rename_backup();\n\n\tif (renameat("),
-   ("return rename_backup();", "return r;")],
+  [("{\n\tif (renameat(", "{\n\tint r = rename_backup(f);\n\n\tif (renameat("),
+   ("return rename_backup(f);", "return r;")],
   "-b renames the backup to TARGET~ before the target's rename", "backup")
 M("backup-hidden-left", "rename_backup",
-  [("if (fstatat(tgt->dirfd, tgt->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(tgt->dirfd, tgt->bakname, 0);", "")],
+  [("if (fstatat(f->dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(f->dirfd, f->bakname, 0);", "")],
   "a backup that already was TARGET~ leaves its hidden link", "backup")
 M("backup-status-0", "commit", [("status = late;", "status = 0;")],
   "a failed backup rename exits 0", "status")
@@ -291,7 +292,7 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("signals-not-held-at-rename", "main", [("block_signals();\n\tlink_backup();", "link_backup();")],
+M("signals-not-held-at-rename", "main", [("block_signals();\n\tlink_backup(f);", "link_backup(f);")],
   "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
@@ -305,7 +306,7 @@ M("write-behind-no-wait", "write_behind",
   [("(*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,\n\t\t    SYNC_RANGE_WAIT) < 0)", "0")],
   "the window before is not waited for: writeback is started but never bounded", "writeback")
 M("write-behind-error-ignored", "write_behind",
-  [("if (errno != ENOSYS)\n\t\t\t\tfail_write();", "")],
+  [("if (errno != ENOSYS)\n\t\t\t\tfail_write(f);", "")],
   "a write error reported by sync_file_range on a window is ignored (fsync then succeeds)",
   "writeback")
 M("write-behind-from-start", "write_behind", [("end >= BEHIND_FROM &&", "end >= 0 &&")],
@@ -319,7 +320,8 @@ M("holes-filled-size", "copy_regular",
 M("input-offset-ignored", "copy_fd", [("(start = lseek(in, 0, SEEK_CUR)) >= 0", "(start = 0) >= 0")],
   "a regular standard input is read from its start, not its offset", "read")
 M("growth-not-copied", "copy_regular",
-  [("end += copy_pread(in, end, out, base + end - start, MAX_OFF, inname);", ";")],
+  [("end += copy_pread(f, in, end, out, base + end - start, MAX_OFF,\n\t    inname);",
+    ";")],
   "input beyond its size at the start (growing, or /sys) is cut", "read")
 
 # --- -l, -a and -w: the lock
@@ -327,12 +329,12 @@ M("lock-not-taken", "wait_lock",
   [("while ((r = flock(fd, LOCK_EX | (opt.wait == 0 ? LOCK_NB : 0))) < 0 &&", "while ((r = 0) < 0 &&")],
   "-l takes no lock: read-modify-write races", "lock")
 M("lock-stale-inode", "lock_target",
-  [("if (still_named(tgt->fd, tgt->name))\n\t\t\t\tbreak;", "break;")],
+  [("if (still_named(f, f->fd, f->name))\n\t\t\t\tbreak;", "break;")],
   "a lock won on an inode replaced meanwhile is kept", "lock")
 M("append-without-lock", "parse_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
-M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(fd);", "")],
+M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(f, fd);", "")],
   "the lock ends at the rename: -l -b loses a version", "lock")
 M("lock-file-left", "remove_litter", [("unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].lockname,", "if (0) unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].lockname,")],
   "-l on a missing target leaves its lock file", "litter")
@@ -374,13 +376,13 @@ M("many-litter", "remove_litter",
   "the temporary files are left behind on failure (one file's, or every"
   " target's of a batch)", "many")
 M("many-no-writeback", "prepare_job",
-  [("sync_file_range(tgt->newfd, 0, 0,\n\t\t\t    SYNC_FILE_RANGE_WRITE);", ";")],
+  [("sync_file_range(j->newfd, 0, 0,\n\t\t\t    SYNC_FILE_RANGE_WRITE);", ";")],
   "write-back of each new file is not started as it is written", "many")
 M("many-signals-not-held", "replace_many",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
-  [("if (opt.ifchanged && (tgt->newfd < 0 ? input_unchanged(-tgt->newfd) :\n\t    unchanged(tgt->newfd, size))) {", "if (0) {")],
+  [("if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :\n\t    unchanged(j, j->newfd, size))) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
   [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&",
@@ -399,7 +401,7 @@ M("backup-name-target-allowed", "check_backup_names",
   "-b: a target that is another target's backup name is replaced twice",
   "before-rename")
 M("mount-point-unchecked", "check_replaceable",
-  [("if (mount_point(tgt->name))", "if (0)")],
+  [("if (mount_point(f, f->name))", "if (0)")],
   "a bind-mounted target is found only by the rename (after a command ran,"
   " or after other targets of a batch were replaced)", "before-rename")
 M("chattr-unchecked", "chattr_refusal",
@@ -412,10 +414,10 @@ M("many-dir-inode-only", "dir_slot",
    ("(jobs[*s - 1].dev == dev &&\n\t\t    jobs[*s - 1].ino == ino)", "jobs[*s - 1].ino == ino")],
   "two mount roots with one inode number are taken for one directory", "many")
 M("many-unchanged-temp-cwd", "prepare_job",
-  [("unlinkat(tgt->dirfd, tgt->tmpname, 0);", "unlinkat(AT_FDCWD, tgt->tmpname, 0);")],
+  [("unlinkat(j->dirfd, j->tmpname, 0);", "unlinkat(AT_FDCWD, j->tmpname, 0);")],
   "-C in a batch leaves the temporary file beside an unchanged target", "litter")
 M("many-close-error-ignored", "prepare_job",
-  [("if (tgt->newfd >= 0 && close(tgt->newfd) < 0) {", "if (0) {")],
+  [("if (j->newfd >= 0 && close(j->newfd) < 0) {", "if (0) {")],
   "a close error on a batch's temporary file is ignored", "close")
 M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
@@ -430,13 +432,13 @@ M("p-reads-on-the-way", "make_parents",
   [("flags = (next[strspn(next, \"/\")] == '\\0' ? O_RDONLY :\n\t\t    O_SEARCH_DIR) | O_DIRECTORY;", "flags = O_RDONLY | O_DIRECTORY;")],
   "-p cannot pass a directory it may search but not read", "parents")
 M("caps-dropped", "keep_xattr",
-  [("if (tgt->meta.uid == tgt->st.st_uid && tgt->meta.gid == tgt->st.st_gid)\n\t\treturn 1;", "")],
+  [("if (f->meta.uid == f->st.st_uid && f->meta.gid == f->st.st_gid)\n\t\treturn 1;", "")],
   "file capabilities are dropped on every replace", "metadata")
 M("caps-eperm-ignored", "copy_xattrs",
   [("if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||", "if (fsetxattr(to, name, val, len, 0) < 0 && errno != EPERM && (errno != ENOTSUP ||")],
   "a user's file loses its capabilities silently", "metadata")
 M("write-behind-not-reset", "fill_temp",
-  [("tgt->behind = 0;", ";")],
+  [("f->behind = 0;", ";")],
   "only the first large file of a batch is written behind", "writeback")
 M("many-flush-quadratic", "flush_new_files",
   [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
@@ -461,7 +463,7 @@ M("data-wait-enospc-falls-back", "flush_data",
   "ENOSPC or EDQUOT from the data wait is taken for \"no sync_file_range\":"
   " fsync then may succeed on pages the kernel dropped", "flush")
 M("write-behind-enospc-stops", "write_behind",
-  [("if (errno != ENOSYS)\n\t\t\t\tfail_write();", "if (errno == EIO)\n\t\t\t\tfail_write();")],
+  [("if (errno != ENOSYS)\n\t\t\t\tfail_write(f);", "if (errno == EIO)\n\t\t\t\tfail_write(f);")],
   "ENOSPC from a write-behind window silently stops the windows", "writeback")
 M("syncfs-version-from-5-9", "syncfs_reports",
   [("minor >= 8", "minor > 8")],
