@@ -447,7 +447,6 @@ check_options(int argc, char *argv[])
 	int t;
 
 	opt = opt_initial;
-	failstatus = 1;
 	optind = 0;		/* glibc: start afresh */
 	exit_status = -1;
 	if (setjmp(exit_jump) != 0) {
@@ -483,7 +482,7 @@ check_options(int argc, char *argv[])
 		broken("invalid suffix let through", argv[1]);
 	if (opt.mode != NULL && parse_mode(opt.mode, 0644, 022, &m) != 0)
 		broken("invalid mode let through", opt.mode);
-	if ((failstatus == 125) != (opt.command != NULL))
+	if ((opt.failstatus == 125) != (opt.command != NULL))
 		broken("failure status is not 125 exactly in command mode",
 		    argv[1]);
 }
