@@ -181,14 +181,24 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
  * The files: one, or many (-t, --batch).  The signal handler removes the
  * litter of jobs[0] to jobs[njobs - 1].
  */
-static char *listbuf;			/* --batch's list, whole */
 static struct file *jobs;
 static size_t njobs;
-static size_t *dirtab;			/* 1 + the first job of each directory,
-					   hashed by (device, inode) */
-static size_t dirtabsize;		/* a power of two, over 2 × njobs */
-static size_t stdins;			/* sources that are "-" */
 static sigjmp_buf *onfail;		/* fail() goes on from here */
+
+/*
+ * Many files (-t, --batch): what the batch keeps besides its files, from one
+ * step to the next; a local of replace_many, passed to the steps that need it.
+ */
+struct run {
+	char	*list;			/* --batch's list, whole */
+	size_t	*dirtab;		/* 1 + the first job of each directory,
+					   hashed by (device, inode) */
+	size_t	 dirtabsize;		/* a power of two, over 2 × njobs */
+	int	 perfile;		/* flush each file, not each file
+					   system */
+	int	 lostbackup;		/* replaced, but a backup was not
+					   renamed */
+};
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
 
@@ -792,7 +802,6 @@ add_job(const char *target, const char *source)
 	j->target = target;
 	j->source = source;
 	j->dirfd = j->fd = j->in = j->newfd = j->keptfd = -1;
-	stdins += strcmp(source, "-") == 0;
 	njobs++;		/* now the signal handler may look at it */
 }
 
@@ -831,7 +840,7 @@ jobs_from_args(char **argv)
 
 /* --batch: LIST holds TARGET\0SOURCE\0 pairs; read it whole. */
 static void
-jobs_from_list(void)
+jobs_from_list(struct run *run)
 {
 	size_t len = 0, size = BUFSIZE, names = 0, start = 0, i;
 	char *list = xmalloc(size), *p, *more;
@@ -848,7 +857,7 @@ jobs_from_list(void)
 	}
 	if (strcmp(opt.batch, "-") != 0)
 		fd = xopenat(AT_FDCWD, opt.batch, O_RDONLY | O_CLOEXEC, 0);
-	listbuf = list;
+	run->list = list;
 	while (fd >= 0 && (r = xread(fd, list + len, size - len)) > 0) {
 		/* Checked as it comes: /dev/zero is refused, not stored. */
 		for (i = len, len += r; i < len; i++)
@@ -864,7 +873,7 @@ jobs_from_list(void)
 		if (len == size) {
 			if ((more = realloc(list, size *= 2)) == NULL)
 				fail_errno(name);
-			listbuf = list = more;
+			run->list = list = more;
 		}
 	}
 	if (fd < 0 || r < 0)
@@ -886,6 +895,10 @@ jobs_from_list(void)
 static void
 check_sources(void)
 {
+	size_t stdins = 0, i;		/* sources that are "-" */
+
+	for (i = 0; i < njobs; i++)
+		stdins += strcmp(jobs[i].source, "-") == 0;
 	if (stdins > 0 && opt.batch != NULL && strcmp(opt.batch, "-") == 0)
 		usage_hint("--batch=- reads the list from stdin: no source can"
 		    " be -");
@@ -1618,9 +1631,8 @@ on_alarm(int sig)
  * that, in case it came just before flock was entered.  Zero stops it.
  */
 static void
-set_lock_timer(const struct file *f, double seconds)
+set_lock_timer(const struct file *f, double seconds, struct sigaction *orig)
 {
-	static struct sigaction orig;
 	struct sigaction sa;
 	struct itimerval it;
 	long long us = seconds * 1e6 + 1;	/* -w takes at most 1e8 */
@@ -1630,7 +1642,7 @@ set_lock_timer(const struct file *f, double seconds)
 	if (seconds > 0) {
 		/* Ignoring it first drops one that was pending, blocked. */
 		sa.sa_handler = SIG_IGN;
-		sigaction(SIGALRM, &sa, &orig);
+		sigaction(SIGALRM, &sa, orig);
 		sigdelset(&origmask, SIGALRM);
 		unblock_signals();
 		sa.sa_handler = on_alarm;
@@ -1643,7 +1655,7 @@ set_lock_timer(const struct file *f, double seconds)
 		fail(f->target, "cannot set the timer of -w: %s",
 		    strerror(errno));
 	if (seconds == 0)
-		sigaction(SIGALRM, &orig, NULL);
+		sigaction(SIGALRM, orig, NULL);
 }
 
 /* Take the lock on FD, giving up as -w says. */
@@ -1752,8 +1764,10 @@ lock_missing(struct file *f)
 static void
 lock_target(struct file *f)
 {
+	struct sigaction orig;		/* SIGALRM's, while -w's timer runs */
+
 	if (opt.wait > 0)
-		set_lock_timer(f, opt.wait);
+		set_lock_timer(f, opt.wait, &orig);
 	for (;;) {
 		open_target(f);
 		if (!f->regular && lock_missing(f))
@@ -1774,7 +1788,7 @@ lock_target(struct file *f)
 			fail(f->target, "not a regular file");
 	}
 	if (opt.wait > 0)
-		set_lock_timer(f, 0);
+		set_lock_timer(f, 0, &orig);
 }
 
 /*
@@ -3306,14 +3320,12 @@ print_changed(const char *target, int status)
  */
 
 static sigjmp_buf jobfail;
-static int perfile;		/* flush each file, not each file system */
-static int lostbackup;		/* replaced, but a backup was not renamed */
 
 /* Flush J's files one by one: no syncfs errors, or syncfs not proven there. */
 static int
-per_file(const struct file *j)
+per_file(const struct run *run, const struct file *j)
 {
-	return perfile || !(j->plan & PLAN_SYNCFS);
+	return run->perfile || !(j->plan & PLAN_SYNCFS);
 }
 
 /*
@@ -3369,18 +3381,18 @@ drop_job(struct file *f)
 
 /* Step 1; the targets of one directory share one descriptor of it. */
 /*
- * The slot of directory (DEV, INO) in dirtab: so that N targets find their
- * directories' first jobs in N steps, not N²/2 (issue 23).
+ * The slot of directory (DEV, INO) in RUN's dirtab: so that N targets find
+ * their directories' first jobs in N steps, not N²/2 (issue 23).
  */
 static size_t *
-dir_slot(dev_t dev, ino_t ino)
+dir_slot(struct run *run, dev_t dev, ino_t ino)
 {
-	size_t mask = dirtabsize - 1, h, *s;
+	size_t mask = run->dirtabsize - 1, h, *s;
 
 	h = (size_t)(((unsigned long long)ino * 0x9e3779b97f4a7c15ull) ^
 	    (unsigned long long)dev);
 	for (h &= mask;; h = (h + 1) & mask) {
-		s = &dirtab[h];
+		s = &run->dirtab[h];
 		if (*s == 0 || (jobs[*s - 1].dev == dev &&
 		    jobs[*s - 1].ino == ino))
 			return s;
@@ -3388,16 +3400,18 @@ dir_slot(dev_t dev, ino_t ino)
 }
 
 static void
-make_dirtab(void)
+make_dirtab(struct run *run)
 {
-	for (dirtabsize = 16; dirtabsize < 2 * njobs; dirtabsize *= 2)
+	for (run->dirtabsize = 16; run->dirtabsize < 2 * njobs;
+	    run->dirtabsize *= 2)
 		;
-	if ((dirtab = calloc(dirtabsize, sizeof *dirtab)) == NULL)
+	if ((run->dirtab = calloc(run->dirtabsize,
+	    sizeof *run->dirtab)) == NULL)
 		fail(NULL, "%s", strerror(errno));
 }
 
 static void
-resolve_job(struct file *j)
+resolve_job(struct run *run, struct file *j)
 {
 	struct stat dir;
 	size_t *slot;
@@ -3408,7 +3422,7 @@ resolve_job(struct file *j)
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
 	j->dir = j - jobs;
-	if (*(slot = dir_slot(j->dev, j->ino)) != 0) {
+	if (*(slot = dir_slot(run, j->dev, j->ino)) != 0) {
 		close(j->dirfd);
 		j->dir = *slot - 1;
 		j->dirfd = jobs[j->dir].dirfd;
@@ -3484,8 +3498,9 @@ check_duplicates(void)
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
 static void
-check_job_dir(struct file *j)
+check_job_dir(struct run *run, struct file *j)
 {
+	(void)run;
 	/* Its first target's check stands for the others, unless it failed. */
 	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
 		return;
@@ -3494,7 +3509,7 @@ check_job_dir(struct file *j)
 
 /* Steps 2 to 4; the new file waits, closed, under its temporary name. */
 static void
-prepare_job(struct file *j)
+prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
 
@@ -3509,21 +3524,21 @@ prepare_job(struct file *j)
 		unlinkat(j->dirfd, j->tmpname, 0);
 		j->tmpname[0] = '\0';
 		unblock_signals();
-		if (per_file(j) && opt.sync && flush_fd(j->fd) < 0)
+		if (per_file(run, j) && opt.sync && flush_fd(j->fd) < 0)
 			fail(j->target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
-		jobs[j->dir].flushdir |= per_file(j) && opt.sync;
+		jobs[j->dir].flushdir |= per_file(run, j) && opt.sync;
 	} else {
 		check_replaceable(j, 0);
 		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
-		if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&
+		if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&
 		    flush_data(j->newfd, j->plan) < 0)
 			fail(j->target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
-		if (!per_file(j) && !(j->plan & PLAN_ORDERED))
+		if (!per_file(run, j) && !(j->plan & PLAN_ORDERED))
 			sync_file_range(j->newfd, 0, 0,
 			    SYNC_FILE_RANGE_WRITE);
 #endif
@@ -3551,9 +3566,9 @@ prepare_job(struct file *j)
  * does not order, and an unchanged file that -C promises is on the disk.
  */
 static int
-needs_syncfs(const struct file *j)
+needs_syncfs(const struct run *run, const struct file *j)
 {
-	return !per_file(j) && ((j->state == READY &&
+	return !per_file(run, j) && ((j->state == READY &&
 	    !(j->plan & PLAN_ORDERED)) || (j->state == UNCHANGED && opt.sync));
 }
 
@@ -3585,13 +3600,13 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 
 /* Step 5: every new file durable before the first rename. */
 static void
-flush_new_files(void)
+flush_new_files(const struct run *run)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, nfs = 0, k;
 
 	for (i = 0; i < njobs; i++) {
-		if (!needs_syncfs(&jobs[i]))
+		if (!needs_syncfs(run, &jobs[i]))
 			continue;
 		k = fs_index(fs, &nfs, jobs[i].dev, i);
 		if (fs[k].first != i)
@@ -3607,17 +3622,18 @@ flush_new_files(void)
 
 /* -b: job J's hidden link, made before any target is renamed. */
 static void
-link_job_backup(struct file *j)
+link_job_backup(struct run *run, struct file *j)
 {
+	(void)run;
 	link_backup(j);
 }
 
 /* Step 6 for one file. */
 static void
-rename_job(struct file *j)
+rename_job(struct run *run, struct file *j)
 {
 	if (rename_over(j, j->tmpname) < 0)
-		lostbackup = 3;
+		run->lostbackup = 3;
 	j->state = REPLACED;
 	if (dir_flush(j->plan, j->exists))
 		jobs[j->dir].flushdir = 1;
@@ -3646,7 +3662,7 @@ flush_fuse_renames(void)
 
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
-flush_dirs(void)
+flush_dirs(const struct run *run)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, k, nfs = 0;
@@ -3659,7 +3675,7 @@ flush_dirs(void)
 		if (!jobs[i].flushdir)
 			continue;
 		k = fs_index(fs, &nfs, jobs[i].dev, i);
-		whole = !per_file(&jobs[i]) && fs[k].dirs > 1;
+		whole = !per_file(run, &jobs[i]) && fs[k].dirs > 1;
 		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
 		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
@@ -3720,16 +3736,17 @@ report_jobs(size_t done, size_t left, int status)
 	return status;
 }
 
-/* Run STEP for job J; 0 if it failed (fail() comes back here). */
+/* Run STEP for job J of RUN; 0 if it failed (fail() comes back here). */
 static int
-run_step(void (*step)(struct file *), struct file *j)
+run_step(void (*step)(struct run *, struct file *), struct run *run,
+    struct file *j)
 {
 	if (sigsetjmp(jobfail, 1) != 0) {
 		onfail = NULL;
 		return 0;
 	}
 	onfail = &jobfail;
-	step(j);
+	step(run, j);
 	onfail = NULL;
 	return 1;
 }
@@ -3798,49 +3815,54 @@ check_case_duplicates(void)
  * for a target fails it now, while nothing is replaced.
  */
 static size_t
-prepare_renames(void)
+prepare_renames(struct run *run)
 {
 	size_t i, failed = 0;
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == READY &&
-		    !run_step(link_job_backup, &jobs[i]))
+		    !run_step(link_job_backup, run, &jobs[i]))
 			failed += fail_job(&jobs[i]);
 	return failed;
 }
 
+/* The many-files forms; the exit status. */
 static int
 replace_many(void)
 {
+	struct run run = { 0 };
 	size_t i, failed = 0, done = 0, left = 0;
 	int status = 0;
 
 	if (opt.batch != NULL)
-		jobs_from_list();
+		jobs_from_list(&run);
 	check_sources();
-	perfile = !syncfs_reports();
-	make_dirtab();
+	run.perfile = !syncfs_reports();
+	make_dirtab(&run);
 	for (i = 0; i < njobs; i++)
-		if (!run_step(resolve_job, &jobs[i]))
+		if (!run_step(resolve_job, &run, &jobs[i]))
 			failed += fail_resolve(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO && !run_step(check_job_dir, &jobs[i]))
+		if (jobs[i].state == TODO &&
+		    !run_step(check_job_dir, &run, &jobs[i]))
 			failed += fail_job(&jobs[i]);
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO && !run_step(prepare_job, &jobs[i]))
+		if (jobs[i].state == TODO &&
+		    !run_step(prepare_job, &run, &jobs[i]))
 			failed += fail_job(&jobs[i]);
 	if (failed == 0)
-		failed = prepare_renames();
+		failed = prepare_renames(&run);
 	if (failed > 0)
 		fail(NULL, "nothing replaced: %zu of %zu targets failed",
 		    failed, njobs);
 	check_case_duplicates();
-	if (!perfile)
-		flush_new_files();
+	if (!run.perfile)
+		flush_new_files(&run);
 	block_signals();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY && !run_step(rename_job, &jobs[i]))
+		if (jobs[i].state == READY &&
+		    !run_step(rename_job, &run, &jobs[i]))
 			break;
 	for (i = 0; i < njobs; i++) {
 		done += jobs[i].state == REPLACED;
@@ -3848,7 +3870,7 @@ replace_many(void)
 	}
 	if (left > 0 && done == 0)
 		fail(NULL, "nothing replaced");
-	if (flush_dirs() != 0) {
+	if (flush_dirs(&run) != 0) {
 		status = 3;
 		for (i = 0; i < njobs; i++)
 			keep_old_link(jobs[i].target, jobs[i].dirpath,
@@ -3856,9 +3878,12 @@ replace_many(void)
 	} else if (drop_old_links() != 0) {
 		status = 3;
 	}
-	status = report_jobs(done, left, status != 0 ? status : lostbackup);
+	status = report_jobs(done, left, status != 0 ? status :
+	    run.lostbackup);
 	remove_litter(1);
 	unblock_signals();
+	free(run.dirtab);
+	free(run.list);
 	return status;
 }
 

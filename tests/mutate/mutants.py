@@ -351,9 +351,9 @@ M("many-syncfs-error-ignored", "flush_new_files",
   [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
   "a failed syncfs is ignored and the targets are renamed", "many")
 M("many-syncfs-after-renames", "replace_many",
-  [("\tif (!perfile)\n\t\tflush_new_files();\n", ""),
+  [("\tif (!run.perfile)\n\t\tflush_new_files(&run);\n", ""),
    ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
-    "\tif (!perfile)\n\t\tflush_new_files();\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
+    "\tif (!run.perfile)\n\t\tflush_new_files(&run);\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
   "the files are flushed after the renames, not before", "many")
 M("many-no-dir-flush", "flush_dirs",
   [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
@@ -363,8 +363,8 @@ M("many-dir-flush-status-0", "replace_many", [("status = 3;", "status = 0;")],
 M("many-failure-renames-others", "replace_many", [("if (failed > 0)", "if (0)")],
   "a target that failed does not stop the others from being renamed", "many")
 M("many-rename-failure-goes-on", "replace_many",
-  [("!run_step(rename_job, &jobs[i]))\n\t\t\tbreak;",
-    "!run_step(rename_job, &jobs[i]))\n\t\t\tcontinue;")],
+  [("!run_step(rename_job, &run, &jobs[i]))\n\t\t\tbreak;",
+    "!run_step(rename_job, &run, &jobs[i]))\n\t\t\tcontinue;")],
   "after a failed rename the remaining targets are still renamed", "many")
 M("many-partial-status-1", "report_jobs", [("return 4;", "return 1;")],
   "a batch stopped half way exits 1, as if nothing was replaced", "many")
@@ -385,11 +385,11 @@ M("many-unchanged-replaced", "prepare_job",
   [("if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :\n\t    unchanged(j, j->newfd, size))) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "prepare_job",
-  [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&",
+  [("if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&",
     "if ((j->plan & PLAN_ORDERED) &&")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
 M("many-ordered-not-waited", "prepare_job",
-  [("if ((per_file(j) || (j->plan & PLAN_ORDERED)) &&", "if (per_file(j) &&")],
+  [("if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&", "if (per_file(run, j) &&")],
   "where the journal orders data, the new files are not waited for", "many")
 M("many-ordered-everywhere", "resolve_job",
   [("j->plan = fs_plan(j->dirfd, 0);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
@@ -422,7 +422,7 @@ M("many-close-error-ignored", "prepare_job",
 M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
   "--print-changed in a batch to a full disk exits 0", "status")
-M("many-backup-rename-status-lost", "rename_job", [("\t\tlostbackup = 3;", "\t\t;")],
+M("many-backup-rename-status-lost", "rename_job", [("\t\trun->lostbackup = 3;", "\t\t;")],
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
 M("many-list-read-error-eof", "jobs_from_list", [("if (fd < 0 || r < 0)", "if (fd < 0)")],
   "a read error of --batch's list is taken as its end", "many")
@@ -441,7 +441,7 @@ M("write-behind-not-reset", "fill_temp",
   [("f->behind = 0;", ";")],
   "only the first large file of a batch is written behind", "writeback")
 M("many-flush-quadratic", "flush_new_files",
-  [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
+  [("\t\tif (!needs_syncfs(run, &jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(run, &jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(run, &jobs[i]))\n")],
   "the flush step rescans every earlier target: quadratic", "many")
 M("many-empty-t", "many_options",
   [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\tusage_hint(\"-t needs a directory name\");", "")],
