@@ -148,6 +148,7 @@ struct file {
 	int	 linked;		/* reached through a symbolic link */
 	int	 flushdir;
 	int	 plan;			/* its file system's flush plan */
+	int	 flushes;		/* FL_*: plan_flushes */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
 	char	*held[4];		/* resolving's own strings (hold) */
@@ -161,7 +162,7 @@ struct file {
 	} meta;
 	/* Shared with the signal handler: "" or NULL when there is none. */
 	char	 tmpname[NAME_MAX + 1];	/* the temporary file */
-	char	*bakname;		/* hidden link for -b or keep_old */
+	char	*bakname;		/* hidden link for -b or FL_KEEP_OLD */
 	char	*lockname;		/* -l lock file we hold */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
 };
@@ -294,7 +295,7 @@ remove_litter(int tell)
 	for (i = 0; i < njobs; i++) {
 		unlink_litter(jobs[i].dirfd, jobs[i].dirpath, jobs[i].tmpname,
 		    "temporary file", tell);
-		/* keep_old()'s link of a target renamed already goes only
+		/* FL_KEEP_OLD's link of a target renamed already goes only
 		   after its directory's flush (drop_old_links). */
 		if (jobs[i].bakname != NULL &&
 		    (opt.backup || jobs[i].state != REPLACED))
@@ -2652,6 +2653,27 @@ apply_metadata(const struct file *f, int fd)
 enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
     PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16 };
 
+/*
+ * The flushes of one file, from its plan (plan_flushes, struct file's
+ * flushes).  A changed file, before its rename: FL_WAIT or FL_FSYNC, or
+ * (a batch) FL_START and FL_SYNCFS.  After it: FL_DIR, FL_FILE_AFTER.
+ * An unchanged one (-C): FL_OLD, or (a batch) FL_OLD_SYNCFS.
+ */
+enum {
+	FL_WAIT = 1,		/* wait for the data (sync_file_range) */
+	FL_FSYNC = 2,		/* fsync the new file */
+	FL_START = 4,		/* start its write-back, */
+	FL_SYNCFS = 8,		/* ... then one syncfs before the renames */
+	FL_DIR = 16,		/* after the rename, flush the directory */
+	FL_FILE_AFTER = 32,	/* ... and/or the renamed file */
+	FL_KEEPFD = 64,		/* ... through the descriptor written with */
+	FL_KEEP_OLD = 128,	/* old file linked till the directory flush */
+	FL_BYFS = 256,		/* a batch: several directories of its file
+				   system flushed by one syncfs */
+	FL_OLD = 512,		/* unchanged: fsync it and its directory */
+	FL_OLD_SYNCFS = 1024	/* ... or one syncfs before the renames */
+};
+
 static const struct fsplan {
 	const char *type;		/* as /proc/self/mountinfo names it */
 	int	 plan;
@@ -2832,25 +2854,57 @@ fs_plan(int fd, int alone)
  * with the file's flush after the rename.  Elsewhere: fsync.
  */
 static int
-flush_data(int fd, int plan)
+flush_data(int fd, int flushes)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
-	if (plan & (PLAN_ORDERED | PLAN_FILELOG)) {
+	if (flushes & FL_WAIT) {
 		if (sync_range(fd, 0, 0, SYNC_RANGE_WAIT) == 0)
 			return 0;
 		if (errno != ENOSYS)
 			return -1;
 	}
 #else
-	(void)plan;
+	(void)flushes;
 #endif
 	return flush_fd(fd);
 }
 
+/*
+ * F's flushes (FL_*), once its plan and the new file's mode are known.  RUN
+ * is NULL for one file, always flushed per file; a batch's are per file
+ * system where syncfs reports errors (RUN->perfile 0) and the plan has it.
+ * The flush after the rename is not skipped by --no-sync where there is no
+ * journal and an old file was replaced: its hidden link (FL_KEEP_OLD, so
+ * that every state holds a complete file under the target's name:
+ * tests/blockcrash, profiles ext2 and ext4-nojournal) may go only once the
+ * new name is on disk.  One file keeps its descriptor for FL_FILE_AFTER; a
+ * batch only where the mode forbids opening it again (prepare_job).
+ */
 static int
-flush_temp(const struct file *f, int fd)
+plan_flushes(const struct run *run, const struct file *f)
 {
-	return flush_data(fd, f->plan);
+	int plan = f->plan, fl = 0;
+	int per = run == NULL || run->perfile || !(plan & PLAN_SYNCFS);
+	int flush = opt.sync || (plan == PLAN_NOJOURNAL && f->exists);
+
+	if (per || (plan & PLAN_ORDERED))
+		fl |= (plan & (PLAN_ORDERED | PLAN_FILELOG)) ? FL_WAIT : FL_FSYNC;
+	if (!per && !(plan & PLAN_ORDERED))
+		fl |= FL_START | FL_SYNCFS;
+	if (flush && !(plan & PLAN_FILELOG))
+		fl |= FL_DIR;
+	if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))
+		fl |= FL_FILE_AFTER;
+	if ((fl & FL_FILE_AFTER) &&
+	    (run == NULL || !(f->meta.mode & (S_IRUSR | S_IWUSR))))
+		fl |= FL_KEEPFD;
+	if (plan == PLAN_NOJOURNAL && f->exists && !opt.backup)
+		fl |= FL_KEEP_OLD;
+	if (!per)
+		fl |= FL_BYFS;
+	if (opt.sync)
+		fl |= per ? FL_OLD : FL_OLD_SYNCFS;
+	return fl;
 }
 
 /*
@@ -2959,30 +3013,12 @@ check_backup_name(const struct file *f)
  * later, and fsck removes a name that points to a free inode.  The old file
  * stays linked under a hidden name until the directory is flushed, so that
  * every state holds a complete file under the target's name (block level:
- * tests/blockcrash, profiles ext2 and ext4-nojournal).
- */
-static int
-keep_old(const struct file *f)
-{
-	return f->plan == PLAN_NOJOURNAL;
-}
-
-/*
- * The directory flush after the rename: not with --no-sync, except where
- * there is no journal and an old file was replaced; its hidden link may go
- * only once the new name is on disk, so --no-sync still keeps old or new.
- */
-static int
-dir_flush(int plan, int exists)
-{
-	return opt.sync || (plan == PLAN_NOJOURNAL && exists);
-}
-
-/*
+ * tests/blockcrash, profiles ext2 and ext4-nojournal): FL_KEEP_OLD.
+ *
  * -b: before the rename, a hidden hard link keeps the old file; after it, the
  * link is renamed over TARGET~.  A run that fails before the rename removes
  * the link, so an existing backup is only ever replaced by a finished run.
- * Without -b, the same link where keep_old() asks for it, removed with the
+ * Without -b, the same link where FL_KEEP_OLD asks for it, removed with the
  * litter once the directory is flushed.
  */
 /* exFAT and vfat have no hard links; protected_hardlinks refuses some. */
@@ -3054,7 +3090,7 @@ link_backup(struct file *f)
 	long max;
 	int tries;
 
-	if (!f->exists || (!opt.backup && !keep_old(f)))
+	if (!f->exists || (!opt.backup && !(f->flushes & FL_KEEP_OLD)))
 		return;
 	if (!opt.backup)
 		max = name_max(f);
@@ -3066,7 +3102,7 @@ link_backup(struct file *f)
 	    0) < 0; tries++)
 		if (errno != ENOENT || tries == 100) {
 			f->bakname[0] = '\0';
-			/* keep_old() asks for what it can have: no hard links
+			/* FL_KEEP_OLD asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
 				return;
@@ -3138,7 +3174,7 @@ rename_over(struct file *f, char *tmp)
  * A batch's rename durable on FUSE, where the server may not pass the
  * directory's flush on: the renamed file flushed too (the server's fsync of
  * it commits the rename on the file system underneath), through FD if it was
- * kept (prepare_job), else opened again by NAME.  FD is closed.  One file is
+ * kept (FL_KEEPFD), else opened again by NAME.  FD is closed.  One file is
  * flushed through the descriptor it was written with (commit).
  */
 static int
@@ -3163,7 +3199,7 @@ flush_named(int dirfd, const char *name, int fd)
 
 
 /*
- * keep_old()'s link, once the new name is on disk: removed, and the
+ * FL_KEEP_OLD's link, once the new name is on disk: removed, and the
  * directory flushed again, so that a crash after exit leaves no litter.
  */
 static int
@@ -3218,17 +3254,15 @@ static int
 commit(struct file *f, int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
-	int status = 0, r, e;
-	int flush = dir_flush(f->plan, f->exists);
-	/* The rename made durable: by the directory's flush; PLAN_FILELOG:
-	   by the new file's instead; PLAN_FUSE: by both, as the server may
-	   not pass the directory's on (the file's commits the rename on the
-	   file system underneath).  The file is flushed through FD, kept
-	   open across the rename: its mode may not let it be opened again. */
-	int dirflush = flush && !(f->plan & PLAN_FILELOG);
-	int fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));
+	int status = 0;
 
-	if (!fileflush) {
+	/* The rename made durable: by the directory's flush (FL_DIR);
+	   PLAN_FILELOG: by the new file's instead (FL_FILE_AFTER); PLAN_FUSE:
+	   by both, as the server may not pass the directory's on (the file's
+	   commits the rename on the file system underneath).  The file is
+	   flushed through FD, kept open across the rename (FL_KEEPFD): its
+	   mode may not let it be opened again. */
+	if (!(f->flushes & FL_KEEPFD)) {
 		if (close(fd) < 0)
 			fail_errno(f->target);
 		fd = -1;
@@ -3240,7 +3274,7 @@ commit(struct file *f, int fd)
 	}
 	if (rename_over(f, f->tmpname) < 0)
 		status = late;
-	if (dirflush && flush_fd(f->dirfd) < 0) {
+	if ((f->flushes & FL_DIR) && flush_fd(f->dirfd) < 0) {
 		warnx(f->target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash",
 		    f->dirpath, strerror(errno));
@@ -3249,16 +3283,13 @@ commit(struct file *f, int fd)
 		keep_old_link(f->target, f->dirpath, f->bakname);
 		return late;
 	}
-	if (fd >= 0) {			/* fileflush */
-		r = flush_fd(fd);
-		e = errno;
-		close(fd);	/* after the flush a close error tells nothing */
-		if (r < 0) {
-			warnx(f->target, "replaced, but flushing it failed: %s;"
-			    " the new content may not survive a crash",
-			    strerror(e));
-			return late;
-		}
+	/* After the flush a close error tells nothing. */
+	if ((f->flushes & FL_FILE_AFTER) &&
+	    flush_named(f->dirfd, f->name, fd) < 0) {
+		warnx(f->target, "replaced, but flushing it failed: %s;"
+		    " the new content may not survive a crash",
+		    strerror(errno));
+		return late;
 	}
 	if (drop_old_link(f) < 0) {
 		warnx(f->target, "replaced, but flushing directory %s failed:"
@@ -3279,7 +3310,8 @@ static int
 finish_unchanged(const struct file *f)
 {
 	remove_litter(1);
-	if (opt.sync && (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))
+	if ((f->flushes & FL_OLD) &&
+	    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))
 		fail(f->target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
 	if (opt.verbose)
@@ -3320,13 +3352,6 @@ print_changed(const char *target, int status)
  */
 
 static sigjmp_buf jobfail;
-
-/* Flush J's files one by one: no syncfs errors, or syncfs not proven there. */
-static int
-per_file(const struct run *run, const struct file *j)
-{
-	return run->perfile || !(j->plan & PLAN_SYNCFS);
-}
 
 /*
  * syncfs(2) reports write-back errors since Linux 5.8; before that, only a
@@ -3515,6 +3540,7 @@ prepare_job(struct run *run, struct file *j)
 
 	open_target(j);
 	decide_metadata(j);
+	j->flushes = plan_flushes(run, j);
 	j->newfd = create_temp(j);
 	size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0;
 	if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :
@@ -3524,21 +3550,21 @@ prepare_job(struct run *run, struct file *j)
 		unlinkat(j->dirfd, j->tmpname, 0);
 		j->tmpname[0] = '\0';
 		unblock_signals();
-		if (per_file(run, j) && opt.sync && flush_fd(j->fd) < 0)
+		if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)
 			fail(j->target, "unchanged, but cannot flush it to"
 			    " disk: %s", strerror(errno));
-		jobs[j->dir].flushdir |= per_file(run, j) && opt.sync;
+		jobs[j->dir].flushdir |= (j->flushes & FL_OLD) != 0;
 	} else {
 		check_replaceable(j, 0);
 		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
-		if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&
-		    flush_data(j->newfd, j->plan) < 0)
+		if ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
+		    flush_data(j->newfd, j->flushes) < 0)
 			fail(j->target, "cannot flush to disk: %s",
 			    strerror(errno));
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
-		if (!per_file(run, j) && !(j->plan & PLAN_ORDERED))
+		if (j->flushes & FL_START)
 			sync_file_range(j->newfd, 0, 0,
 			    SYNC_FILE_RANGE_WRITE);
 #endif
@@ -3547,8 +3573,7 @@ prepare_job(struct run *run, struct file *j)
 		   one that its mode forbids its owner to open keeps its
 		   descriptor till then (only these: a descriptor each would
 		   not scale). */
-		if ((j->plan & PLAN_FUSE) && opt.sync &&
-		    !(j->meta.mode & (S_IRUSR | S_IWUSR))) {
+		if (j->flushes & FL_KEEPFD) {
 			j->keptfd = j->newfd;
 			j->newfd = -1;
 		}
@@ -3566,10 +3591,10 @@ prepare_job(struct run *run, struct file *j)
  * does not order, and an unchanged file that -C promises is on the disk.
  */
 static int
-needs_syncfs(const struct run *run, const struct file *j)
+needs_syncfs(const struct file *j)
 {
-	return !per_file(run, j) && ((j->state == READY &&
-	    !(j->plan & PLAN_ORDERED)) || (j->state == UNCHANGED && opt.sync));
+	return (j->state == READY && (j->flushes & FL_SYNCFS)) ||
+	    (j->state == UNCHANGED && (j->flushes & FL_OLD_SYNCFS));
 }
 
 /*
@@ -3600,13 +3625,13 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 
 /* Step 5: every new file durable before the first rename. */
 static void
-flush_new_files(const struct run *run)
+flush_new_files(void)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, nfs = 0, k;
 
 	for (i = 0; i < njobs; i++) {
-		if (!needs_syncfs(run, &jobs[i]))
+		if (!needs_syncfs(&jobs[i]))
 			continue;
 		k = fs_index(fs, &nfs, jobs[i].dev, i);
 		if (fs[k].first != i)
@@ -3635,7 +3660,7 @@ rename_job(struct run *run, struct file *j)
 	if (rename_over(j, j->tmpname) < 0)
 		run->lostbackup = 3;
 	j->state = REPLACED;
-	if (dir_flush(j->plan, j->exists))
+	if (j->flushes & FL_DIR)
 		jobs[j->dir].flushdir = 1;
 }
 
@@ -3647,7 +3672,8 @@ flush_fuse_renames(void)
 	int status = 0;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {
+		if (jobs[i].state != REPLACED ||
+		    !(jobs[i].flushes & FL_FILE_AFTER)) {
 			if (jobs[i].keptfd >= 0)
 				close(jobs[i].keptfd);
 		} else if (flush_named(jobs[i].dirfd, jobs[i].name,
@@ -3662,7 +3688,7 @@ flush_fuse_renames(void)
 
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
-flush_dirs(const struct run *run)
+flush_dirs(void)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, k, nfs = 0;
@@ -3675,7 +3701,7 @@ flush_dirs(const struct run *run)
 		if (!jobs[i].flushdir)
 			continue;
 		k = fs_index(fs, &nfs, jobs[i].dev, i);
-		whole = !per_file(run, &jobs[i]) && fs[k].dirs > 1;
+		whole = (jobs[i].flushes & FL_BYFS) && fs[k].dirs > 1;
 		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
 		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
@@ -3688,7 +3714,7 @@ flush_dirs(const struct run *run)
 		}
 	}
 	free(fs);
-	return opt.sync && flush_fuse_renames() != 0 ? 3 : status;
+	return flush_fuse_renames() != 0 ? 3 : status;
 }
 
 /* A target that failed: close what fail() left open. */
@@ -3858,7 +3884,7 @@ replace_many(void)
 		    failed, njobs);
 	check_case_duplicates();
 	if (!run.perfile)
-		flush_new_files(&run);
+		flush_new_files();
 	block_signals();
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == READY &&
@@ -3870,7 +3896,7 @@ replace_many(void)
 	}
 	if (left > 0 && done == 0)
 		fail(NULL, "nothing replaced");
-	if (flush_dirs(&run) != 0) {
+	if (flush_dirs() != 0) {
 		status = 3;
 		for (i = 0; i < njobs; i++)
 			keep_old_link(jobs[i].target, jobs[i].dirpath,
@@ -3915,6 +3941,7 @@ main(int argc, char *argv[])
 	if (!opt.ifchanged)
 		check_replaceable(f, 1);
 	decide_metadata(f);
+	f->flushes = plan_flushes(NULL, f);
 	fd = create_temp(f);
 	size = fd >= 0 ? fill_temp(f, fd) : 0;
 	if (opt.ifchanged && (fd < 0 ? input_unchanged(f, -fd) :
@@ -3923,7 +3950,7 @@ main(int argc, char *argv[])
 	if (opt.ifchanged)
 		check_replaceable(f, 1);
 	apply_metadata(f, fd);
-	if (flush_temp(f, fd) < 0)
+	if (flush_data(fd, f->flushes) < 0)
 		fail(f->target, "cannot flush to disk: %s", strerror(errno));
 	if (opt.lock)
 		lock_new_file(f, fd);

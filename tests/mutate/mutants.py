@@ -50,37 +50,37 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "main", [("if (flush_temp(f, fd) < 0)", "if (0)")],
+M("no-data-flush", "main", [("if (flush_data(fd, f->flushes) < 0)", "if (0)")],
   "the temporary file is not flushed before the rename", "flush")
 M("data-flush-error-ignored", "main",
-  [("if (flush_temp(f, fd) < 0)", "if (flush_temp(f, fd) < -1)")],
+  [("if (flush_data(fd, f->flushes) < 0)", "if (flush_data(fd, f->flushes) < -1)")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
 M("no-dir-flush", "commit",
-  [("if (dirflush && flush_fd(f->dirfd) < 0) {", "if (0) {")],
+  [("if ((f->flushes & FL_DIR) && flush_fd(f->dirfd) < 0) {", "if (0) {")],
   "the directory is not flushed after the rename", "flush")
 M("dir-flush-status-0", "commit",
   [("keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn late;",
     "keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn 0;")],
   "a failed directory flush exits 0 instead of 3", "status")
 M("file-flush-status-0", "commit",
-  [("strerror(e));\n\t\t\treturn late;", "strerror(e));\n\t\t\treturn 0;")],
+  [("strerror(errno));\n\t\treturn late;\n\t}\n\tif (drop_old_link(f)", "strerror(errno));\n\t\treturn 0;\n\t}\n\tif (drop_old_link(f)")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
-  [("apply_metadata(f, fd);\n\tif (flush_temp(f, fd) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));",
-    "if (flush_temp(f, fd) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(f, fd);")],
+  [("apply_metadata(f, fd);\n\tif (flush_data(fd, f->flushes) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));",
+    "if (flush_data(fd, f->flushes) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(f, fd);")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
 M("unchanged-not-flushed", "finish_unchanged",
-  [("if (opt.sync && (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
+  [("if ((f->flushes & FL_OLD) &&\n\t    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
 M("nosync-skips-data-flush", "main",
-  [("if (flush_temp(f, fd) < 0)", "if (opt.sync && flush_temp(f, fd) < 0)")],
+  [("if (flush_data(fd, f->flushes) < 0)", "if (opt.sync && flush_data(fd, f->flushes) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
@@ -102,12 +102,12 @@ M("option-prefix-allowed", "options_proven",
 M("fuse-taken-for-its-lower-fs", "fs_plan",
   [("\t\treturn PLAN_FUSE;", "\t\t;")],
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
-M("fuse-renamed-file-not-flushed", "commit",
-  [("int fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));",
-    "int fileflush = flush && (f->plan & PLAN_FILELOG);")],
+M("fuse-renamed-file-not-flushed", "plan_flushes",
+  [("if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
+    "if (flush && (plan & (run == NULL ? PLAN_FILELOG :\n\t    PLAN_FILELOG | PLAN_FUSE)))")],
   "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
-  [("if (jobs[i].state != REPLACED || !(jobs[i].plan & PLAN_FUSE)) {", "if (1) {")],
+  [("if (jobs[i].state != REPLACED ||\n\t\t    !(jobs[i].flushes & FL_FILE_AFTER)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
 M("failed-rename-drops-kept-links", "remove_litter",
   [("(opt.backup || jobs[i].state != REPLACED)", "1")],
@@ -118,12 +118,12 @@ M("fuse-kept-fd-not-flushed", "flush_named",
   [("\tif (fd < 0)\n\t\tfd = xopenat(dirfd, name, O_RDONLY",
     "\tif (fd >= 0) {\n\t\tclose(fd);\n\t\treturn 0;\n\t}\n\tfd = xopenat(dirfd, name, O_RDONLY")],
   "a FUSE batch closes the descriptor it kept for a -m 0 file without flushing it", "many")
-M("fuse-mode-0-fd-not-kept", "prepare_job",
-  [("!(j->meta.mode & (S_IRUSR | S_IWUSR))", "0")],
+M("fuse-mode-0-fd-not-kept", "plan_flushes",
+  [("!(f->meta.mode & (S_IRUSR | S_IWUSR))", "0")],
   "a FUSE batch opens a user's -m 0 file again to flush it (exit 3, Permission denied)", "many")
-M("filelog-dir-flushed", "commit",
-  [("int dirflush = flush && !(f->plan & PLAN_FILELOG);\n\tint fileflush = flush && (f->plan & (PLAN_FILELOG | PLAN_FUSE));",
-    "int dirflush = flush;\n\tint fileflush = flush && (f->plan & PLAN_FUSE);")],
+M("filelog-dir-flushed", "plan_flushes",
+  [("if (flush && !(plan & PLAN_FILELOG))\n\t\tfl |= FL_DIR;\n\tif (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
+    "if (flush)\n\t\tfl |= FL_DIR;\n\tif (flush && (plan & PLAN_FUSE))")],
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
@@ -217,9 +217,9 @@ M("input-kernel-follows", "open_input",
 M("nolink-found-late", "check_replaceable",
   [("probe_link(f, max);", "(void)max;")],
   "-b without hard links is found only after the command ran", "backup")
-M("keep-old-off", "keep_old", [("return f->plan == PLAN_NOJOURNAL;", "return 0;")],
+M("keep-old-off", "plan_flushes", [("if (plan == PLAN_NOJOURNAL && f->exists && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
-M("no-sync-nojournal-no-dirflush", "dir_flush", [("return opt.sync || (plan == PLAN_NOJOURNAL && exists);", "return opt.sync;")],
+M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || (plan == PLAN_NOJOURNAL && f->exists);", "int flush = opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
@@ -262,7 +262,7 @@ M("ifchanged-content-ignored", "unchanged",
 M("ifchanged-mode-ignored", "meta_unchanged",
   [("f->meta.mode == (f->st.st_mode & 07777) &&", "")],
   "-C keeps a file whose mode -m would change", "ifchanged")
-M("backup-not-made", "link_backup", [("if (!f->exists || (!opt.backup && !keep_old(f)))", "if (1)")],
+M("backup-not-made", "link_backup", [("if (!f->exists || (!opt.backup && !(f->flushes & FL_KEEP_OLD)))", "if (1)")],
   "-b makes no backup", "backup")
 M("backup-renamed-first", "rename_over",
   [("{\n\tif (renameat(", "{\n\tint r = rename_backup(f);\n\n\tif (renameat("),
@@ -351,9 +351,9 @@ M("many-syncfs-error-ignored", "flush_new_files",
   [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
   "a failed syncfs is ignored and the targets are renamed", "many")
 M("many-syncfs-after-renames", "replace_many",
-  [("\tif (!run.perfile)\n\t\tflush_new_files(&run);\n", ""),
+  [("\tif (!run.perfile)\n\t\tflush_new_files();\n", ""),
    ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
-    "\tif (!run.perfile)\n\t\tflush_new_files(&run);\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
+    "\tif (!run.perfile)\n\t\tflush_new_files();\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
   "the files are flushed after the renames, not before", "many")
 M("many-no-dir-flush", "flush_dirs",
   [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
@@ -384,12 +384,12 @@ M("many-signals-not-held", "replace_many",
 M("many-unchanged-replaced", "prepare_job",
   [("if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :\n\t    unchanged(j, j->newfd, size))) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
-M("many-old-kernel-unflushed", "prepare_job",
-  [("if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&",
-    "if ((j->plan & PLAN_ORDERED) &&")],
+M("many-old-kernel-unflushed", "plan_flushes",
+  [("if (per || (plan & PLAN_ORDERED))",
+    "if (run == NULL || (plan & PLAN_ORDERED))")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
-M("many-ordered-not-waited", "prepare_job",
-  [("if ((per_file(run, j) || (j->plan & PLAN_ORDERED)) &&", "if (per_file(run, j) &&")],
+M("many-ordered-not-waited", "plan_flushes",
+  [("if (per || (plan & PLAN_ORDERED))", "if (per)")],
   "where the journal orders data, the new files are not waited for", "many")
 M("many-ordered-everywhere", "resolve_job",
   [("j->plan = fs_plan(j->dirfd, 0);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
@@ -441,7 +441,7 @@ M("write-behind-not-reset", "fill_temp",
   [("f->behind = 0;", ";")],
   "only the first large file of a batch is written behind", "writeback")
 M("many-flush-quadratic", "flush_new_files",
-  [("\t\tif (!needs_syncfs(run, &jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(run, &jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(run, &jobs[i]))\n")],
+  [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
   "the flush step rescans every earlier target: quadratic", "many")
 M("many-empty-t", "many_options",
   [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\tusage_hint(\"-t needs a directory name\");", "")],
