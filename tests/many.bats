@@ -438,6 +438,27 @@ ponywrite: nothing replaced: 1 of 2 targets failed"
 	! grep -q rename "$BATS_TEST_TMPDIR/inj" || fail "renamed after a failed flush"
 }
 
+# The syncfs plan is never the default file system's (ext4 waits for the
+# data instead), so it is tested on a btrfs of its own, not only when the
+# suite runs on btrfs (make fscheck).
+@test "btrfs, a batch: a failed syncfs before the renames: exit 1, nothing replaced, no temporary file" {
+	require_cmd strace
+	mount_fs btrfs m
+	cd m
+	three
+	snapshot d/a d/b
+	[ "$(plan_of d)" = filelog ] || skip "btrfs plan here: $(plan_of d)"
+	run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj" \
+	    -e trace=syncfs,rename,renameat,renameat2 -e inject=syncfs:error=EIO \
+	    "$PONYWRITE" -t d s/a s/b
+	assert_status 1
+	assert_stderr "ponywrite: d: cannot flush the new files to disk: $E_EIO; nothing replaced"
+	[ "$(grep -c 'syncfs(' "$BATS_TEST_TMPDIR/inj")" -eq 1 ] || fail "syncfs retried"
+	assert_untouched d/a d/b
+	assert_no_litter
+	! grep -q rename "$BATS_TEST_TMPDIR/inj" || fail "renamed after a failed flush"
+}
+
 @test "a rename fails in the middle: the replaced and the others named, exit 4, no temporary file" {
 	require_cmd strace
 	three
