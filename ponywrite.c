@@ -151,7 +151,6 @@ struct file {
 	int	 flushes;		/* FL_*: plan_flushes */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
-	char	*held[4];		/* resolving's own strings (hold) */
 	int	 newfd;			/* a batch's temporary file, or -1 */
 	int	 keptfd;		/* the new file, kept for
 					   flush_fuse_renames, or -1 */
@@ -347,25 +346,61 @@ warnx(const char *path, const char *fmt, ...)
 	va_end(ap);
 }
 
-static _Noreturn void
-fail(const char *path, const char *fmt, ...)
+/*
+ * A target's failure: the message, and in command mode what became of the
+ * target, since 125 alone does not say.
+ */
+static void
+vfailed(const char *path, const char *fmt, va_list ap)
 {
-	const char *text;
-	char *msg;
-	va_list ap;
+	char *msg = vformat(fmt, ap);
+	const char *text = msg != NULL ? msg : fmt;
 
-	va_start(ap, fmt);
-	msg = vformat(fmt, ap);
-	va_end(ap);
-	text = msg != NULL ? msg : fmt;
-	/* In command mode, 125 alone does not say what became of the target. */
 	warnx(path, "%s%s", text, opt.command != NULL &&
 	    strstr(text, "not replaced") == NULL ? "; target not replaced" : "");
 	free(msg);
+}
+
+/* Report a failure of PATH; a step returns what this does, -1. */
+static int
+failed(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfailed(path, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static int
+failed_errno(const char *path)
+{
+	return failed(path, "%s", strerror(errno));
+}
+
+/*
+ * After a failure was reported: remove what exists, and go on with the next
+ * target (a batch's run_step) or exit.
+ */
+static _Noreturn void
+give_up(void)
+{
 	remove_litter(1);
 	if (onfail != NULL)
 		siglongjmp(*onfail, 1);
 	exit(opt.failstatus);
+}
+
+static _Noreturn void
+fail(const char *path, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfailed(path, fmt, ap);
+	va_end(ap);
+	give_up();
 }
 
 static _Noreturn void
@@ -595,7 +630,7 @@ join(const char *dir, const char *name)
 }
 
 /* Split PATH into a directory ("." if none) and a final name. */
-static void
+static int
 split_path(const char *path, char **dir, char **name)
 {
 	const char *slash = strrchr(path, '/');
@@ -610,37 +645,13 @@ split_path(const char *path, char **dir, char **name)
 		*dir = strndup(path, slash - path);
 		*name = strdup(slash + 1);
 	}
-	if (*dir == NULL || *name == NULL)
-		fail_errno(NULL);
-}
-
-/*
- * Strings that resolving a target allocates and frees before it returns are
- * held in F meanwhile: a failure in a batch goes on with the next target
- * (fail), and drop_job frees what it left.
- */
-static char *
-hold(struct file *f, char *s)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++)
-		if (f->held[i] == NULL)
-			return f->held[i] = s;
-	return s;			/* not reached: follow_link holds 4 */
-}
-
-/* Done with S: freed, or kept (KEEP) by the caller. */
-static void
-unhold(struct file *f, char *s, int keep)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++)
-		if (f->held[i] == s)
-			f->held[i] = NULL;
-	if (!keep)
-		free(s);
+	if (*dir != NULL && *name != NULL)
+		return 0;
+	free(*dir);
+	free(*name);
+	*dir = *name = NULL;
+	failed_errno(NULL);
+	return -1;
 }
 
 /* Options. */
@@ -1178,14 +1189,26 @@ user_name(uid_t who, char *buf, size_t n)
 }
 
 /* Refuse FILE, a link or a file of OWNER in the sticky directory DIR. */
-static _Noreturn void
-fail_planted(const char *file, const char *what, uid_t owner, const char *dir)
+static int
+failed_planted(const char *file, const char *what, uid_t owner,
+    const char *dir)
 {
 	char who[128];
 
 	user_name(owner, who, sizeof who);
-	fail(file, "not %s that %s owns in the sticky directory %s", what,
-	    who, *dir != '\0' ? dir : ".");
+	return failed(file, "not %s that %s owns in the sticky directory %s",
+	    what, who, *dir != '\0' ? dir : ".");
+}
+
+/* ... F's own name in its directory. */
+static int
+failed_planted_name(const struct file *f, const char *what, uid_t owner)
+{
+	char *file = join(f->dirpath, f->name);
+
+	failed_planted(file, what, owner, f->dirpath);
+	free(file);
+	return -1;
 }
 
 /* DIR/NAME into BUF, as join() names it. */
@@ -1378,8 +1401,8 @@ make_parents(int atfd, const char *path, struct walk *w)
 }
 
 /* A directory that cannot be opened; behind a link, the link comes first. */
-static _Noreturn void
-fail_dir(const struct file *f, const char *path, const char *display,
+static int
+failed_dir(const struct file *f, const char *path, const char *display,
     const struct walk *w)
 {
 	size_t in = w->in;
@@ -1387,21 +1410,22 @@ fail_dir(const struct file *f, const char *path, const char *display,
 	while (in > 1 && path[in - 1] == '/')
 		in--;
 	if (w->made > 0)
-		fail(f->target, "cannot create directory %.*s in %.*s: %s",
-		    (int)w->made, path, in > 0 ? (int)in : 1,
+		return failed(f->target, "cannot create directory %.*s in"
+		    " %.*s: %s", (int)w->made, path, in > 0 ? (int)in : 1,
 		    in > 0 ? path : ".", strerror(errno));
 	if (w->refused)
-		fail_planted(w->link, "following a link", w->owner, w->at);
+		return failed_planted(w->link, "following a link", w->owner,
+		    w->at);
 	if (f->linked)
-		fail(f->target, "%s: %s", display, strerror(errno));
-	fail_errno(display);
+		return failed(f->target, "%s: %s", display, strerror(errno));
+	return failed_errno(display);
 }
 
 /*
  * Open directory PATH (relative to ATFD: the current directory, or that of
  * the target); a copy of DISPLAY names it in messages.
  */
-static void
+static int
 enter_dir(struct file *f, int atfd, const char *path, const char *display)
 {
 	struct walk w = { 0 };
@@ -1412,61 +1436,65 @@ enter_dir(struct file *f, int atfd, const char *path, const char *display)
 		snprintf(w.at, sizeof w.at, "%s", f->dirpath);
 	/* Kept (for -t and --batch) even if it cannot be opened. */
 	if ((shown = strdup(display)) == NULL)
-		fail_errno(NULL);
+		return failed_errno(NULL);
 	free(f->dirpath);
 	f->dirpath = shown;
 	fd = opt.parents ? make_parents(atfd, path, &w) :
 	    open_dir_at(atfd, path, &w);
 	if (fd < 0)
-		fail_dir(f, path, display, &w);
+		return failed_dir(f, path, display, &w);
 	if (f->dirfd >= 0)
 		close(f->dirfd);
 	f->dirfd = fd;
+	return 0;
 }
 
+/* 1 if a file of OWNER is another user's plant, 0 if not, -1 (reported). */
 static int
 planted(const struct file *f, uid_t owner, mode_t writable)
 {
 	int r = planted_in(f->dirfd, owner, writable);
 
-	if (r < 0)
-		fail_errno(f->dirpath);
-	return r;
+	return r < 0 ? failed_errno(f->dirpath) : r;
 }
 
-static void
+static int
 check_protected_link(const struct file *f, const struct stat *link)
 {
-	if (planted(f, link->st_uid, S_IWOTH))
-		fail_planted(join(f->dirpath, f->name), "following a link",
-		    link->st_uid, f->dirpath);
+	int r = planted(f, link->st_uid, S_IWOTH);
+
+	if (r > 0)
+		return failed_planted_name(f, "following a link",
+		    link->st_uid);
+	return r;
 }
 
 /*
  * fs.protected_regular: 1 guards sticky world-writable directories, 2 also
  * group-writable ones.  Where the setting cannot be read, assume 2.
  */
-static void
+static int
 check_protected_regular(const struct file *f)
 {
 	char level = '2';
-	int fd;
+	int fd, r;
 
-	if (!planted(f, f->st.st_uid, S_IWOTH | S_IWGRP))
-		return;
+	if ((r = planted(f, f->st.st_uid, S_IWOTH | S_IWGRP)) <= 0)
+		return r;
 	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
 	    O_CLOEXEC)) >= 0) {
 		if (xread(fd, &level, 1) != 1)
 			level = '2';
 		close(fd);
 	}
-	if (level == '0' || (level == '1' &&
-	    !planted(f, f->st.st_uid, S_IWOTH)))
-		return;
-	fail_planted(join(f->dirpath, f->name), "writing to a file",
-	    f->st.st_uid, f->dirpath);
+	if (level == '0')
+		return 0;
+	if (level == '1' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)
+		return r;
+	return failed_planted_name(f, "writing to a file", f->st.st_uid);
 }
 
+/* The text of F's link (ST), or NULL (reported). */
 static char *
 read_link(const struct file *f, const struct stat *st)
 {
@@ -1474,53 +1502,64 @@ read_link(const struct file *f, const struct stat *st)
 	char *link = xmalloc(n);
 	ssize_t len;
 
-	if ((len = readlinkat(f->dirfd, f->name, link, n)) < 0)
-		fail_errno(f->target);
-	if ((size_t)len >= n) {
-		errno = ENAMETOOLONG;
-		fail_errno(f->target);
+	if ((len = readlinkat(f->dirfd, f->name, link, n)) >= 0 &&
+	    (size_t)len < n) {
+		link[len] = '\0';
+		return link;
 	}
-	link[len] = '\0';
-	return link;
+	if (len >= 0)
+		errno = ENAMETOOLONG;
+	failed_errno(f->target);
+	free(link);
+	return NULL;
 }
 
 /*
  * The links of /proc/PID/fd stand for open files, not for paths: their text
  * may name a deleted file ("x (deleted)"), a pipe, or another file now.
  */
-static void
+static int
 check_proc_link(const struct file *f)
 {
 	if (in_procfs(f->dirfd))
-		fail(f->target, "refusing to follow a link in /proc: it stands"
-		    " for an open file, which cannot be replaced");
+		return failed(f->target, "refusing to follow a link in /proc:"
+		    " it stands for an open file, which cannot be replaced");
+	return 0;
 }
 
 /* Move from a symbolic link to what it points to. */
-static void
+static int
 follow_link(struct file *f, const struct stat *st)
 {
-	char *link, *dir, *name, *shown;
+	char *link, *dir, *name, *shown = NULL;
+	int r;
 
-	check_proc_link(f);
-	check_protected_link(f, st);
+	if (check_proc_link(f) < 0 || check_protected_link(f, st) < 0)
+		return -1;
 	f->linked = 1;
-	link = hold(f, read_link(f, st));
-	split_path(link, &dir, &name);
-	hold(f, dir);
-	hold(f, name);
-	if (*link == '/')
-		enter_dir(f, AT_FDCWD, dir, dir);
-	else if (strchr(link, '/') != NULL) {
-		shown = hold(f, join(f->dirpath, dir));
-		enter_dir(f, f->dirfd, dir, shown);
-		unhold(f, shown, 0);
+	if ((link = read_link(f, st)) == NULL)
+		return -1;
+	if (split_path(link, &dir, &name) < 0) {
+		free(link);
+		return -1;
 	}
-	unhold(f, dir, 0);
-	unhold(f, link, 0);
-	unhold(f, name, 1);
+	if (*link == '/')
+		r = enter_dir(f, AT_FDCWD, dir, dir);
+	else if (strchr(link, '/') != NULL) {
+		shown = join(f->dirpath, dir);
+		r = enter_dir(f, f->dirfd, dir, shown);
+	} else
+		r = 0;
+	free(shown);
+	free(dir);
+	free(link);
+	if (r < 0) {
+		free(name);
+		return -1;
+	}
 	free(f->name);
 	f->name = name;
+	return 0;
 }
 
 /* "dir/", "." and "..": names that can only be directories. */
@@ -1531,60 +1570,75 @@ names_dir(const char *name)
 	    strcmp(name, "..") == 0;
 }
 
-static void
-resolve_target(struct file *f)
+/*
+ * From F's name in its directory, follow links (unless -P) to the file
+ * itself, or to the name where it does not exist yet.
+ */
+static int
+reach_file(struct file *f)
 {
-	char *dir;
 	int hops;
 
-	if (*f->target == '\0') {
-		errno = ENOENT;
-		fail_errno(f->target);
-	}
-	split_path(f->target, &dir, &f->name);
-	hold(f, dir);
-	if (names_dir(f->name)) {
-		if (stat(f->target, &f->st) < 0)
-			fail_errno(f->target);
-		fail(f->target, "not a regular file");
-	}
-	enter_dir(f, AT_FDCWD, dir, dir);
-	unhold(f, dir, 0);
 	for (hops = 0;; hops++) {
 		if (names_dir(f->name))
-			fail(f->target, "not a regular file");
+			return failed(f->target, "not a regular file");
 		if (fstatat(f->dirfd, f->name, &f->st,
 		    AT_SYMLINK_NOFOLLOW) < 0) {
 			if (errno != ENOENT)
-				fail_errno(f->target);
+				return failed_errno(f->target);
 			f->exists = 0;
-			return;
+			return 0;
 		}
 		f->exists = 1;
 		if (!S_ISLNK(f->st.st_mode) || opt.nofollow)
 			break;
 		if (hops == MAX_HOPS) {
 			errno = ELOOP;
-			fail_errno(f->target);
+			return failed_errno(f->target);
 		}
-		follow_link(f, &f->st);
+		if (follow_link(f, &f->st) < 0)
+			return -1;
 	}
 	if (!S_ISREG(f->st.st_mode) && !S_ISLNK(f->st.st_mode))
-		fail(f->target, "not a regular file");
+		return failed(f->target, "not a regular file");
+	return 0;
+}
+
+static int
+resolve_target(struct file *f)
+{
+	char *dir;
+	int r;
+
+	if (*f->target == '\0') {
+		errno = ENOENT;
+		return failed_errno(f->target);
+	}
+	if (split_path(f->target, &dir, &f->name) < 0)
+		return -1;
+	if (names_dir(f->name)) {
+		free(dir);
+		if (stat(f->target, &f->st) < 0)
+			return failed_errno(f->target);
+		return failed(f->target, "not a regular file");
+	}
+	r = enter_dir(f, AT_FDCWD, dir, dir);
+	free(dir);
+	return r < 0 ? -1 : reach_file(f);
 }
 
 /*
  * Open the existing file, to read its content and attributes.  O_NONBLOCK:
  * if it was swapped for a FIFO since fstatat, opening must not hang.
  */
-static void
+static int
 open_target(struct file *f)
 {
 	struct stat st;
 
 	f->regular = 0;
 	if (!f->exists || S_ISLNK(f->st.st_mode))
-		return;
+		return 0;
 	f->fd = xopenat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC, 0);
 #ifdef O_PATH
@@ -1596,12 +1650,12 @@ open_target(struct file *f)
 	}
 #endif
 	if (f->fd < 0 || fstat(f->fd, &st) < 0)
-		fail_errno(f->target);
+		return failed_errno(f->target);
 	if (!S_ISREG(st.st_mode))
-		fail(f->target, "not a regular file");
+		return failed(f->target, "not a regular file");
 	f->st = st;
 	f->regular = 1;
-	check_protected_regular(f);
+	return check_protected_regular(f);
 }
 
 static int
@@ -1770,7 +1824,8 @@ lock_target(struct file *f)
 	if (opt.wait > 0)
 		set_lock_timer(f, opt.wait, &orig);
 	for (;;) {
-		open_target(f);
+		if (open_target(f) < 0)
+			give_up();
 		if (!f->regular && lock_missing(f))
 			break;
 		if (f->regular) {
@@ -2232,8 +2287,11 @@ open_input(const struct file *f)
 		return STDIN_FILENO;
 	}
 	if ((fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)) < 0) {
-		if (w.refused)
-			fail_planted(w.link, "following a link", w.owner, w.at);
+		if (w.refused) {
+			failed_planted(w.link, "following a link", w.owner,
+			    w.at);
+			give_up();
+		}
 		fail_errno(f->source);
 	}
 	return fd;
@@ -3389,8 +3447,6 @@ flush_fs(int fd)
 static void
 drop_job(struct file *f)
 {
-	size_t i;
-
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->in > STDIN_FILENO)
@@ -3398,10 +3454,6 @@ drop_job(struct file *f)
 	if (f->newfd >= 0)
 		close(f->newfd);
 	f->fd = f->in = f->newfd = -1;
-	for (i = 0; i < sizeof f->held / sizeof f->held[0]; i++) {
-		free(f->held[i]);
-		f->held[i] = NULL;
-	}
 }
 
 /* Step 1; the targets of one directory share one descriptor of it. */
@@ -3435,15 +3487,16 @@ make_dirtab(struct run *run)
 		fail(NULL, "%s", strerror(errno));
 }
 
-static void
+static int
 resolve_job(struct run *run, struct file *j)
 {
 	struct stat dir;
 	size_t *slot;
 
-	resolve_target(j);
+	if (resolve_target(j) < 0)
+		return -1;
 	if (fstat(j->dirfd, &dir) < 0)
-		fail_errno(j->dirpath);
+		return failed_errno(j->dirpath);
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
 	j->dir = j - jobs;
@@ -3459,6 +3512,7 @@ resolve_job(struct run *run, struct file *j)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
 		j->plan = fs_plan(j->dirfd, 0);
+	return 0;
 }
 
 static int
@@ -3538,7 +3592,8 @@ prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
 
-	open_target(j);
+	if (open_target(j) < 0)
+		give_up();
 	decide_metadata(j);
 	j->flushes = plan_flushes(run, j);
 	j->newfd = create_temp(j);
@@ -3843,13 +3898,13 @@ check_case_duplicates(void)
 static size_t
 prepare_renames(struct run *run)
 {
-	size_t i, failed = 0;
+	size_t i, nfailed = 0;
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == READY &&
 		    !run_step(link_job_backup, run, &jobs[i]))
-			failed += fail_job(&jobs[i]);
-	return failed;
+			nfailed += fail_job(&jobs[i]);
+	return nfailed;
 }
 
 /* The many-files forms; the exit status. */
@@ -3857,7 +3912,7 @@ static int
 replace_many(void)
 {
 	struct run run = { 0 };
-	size_t i, failed = 0, done = 0, left = 0;
+	size_t i, nfailed = 0, done = 0, left = 0;
 	int status = 0;
 
 	if (opt.batch != NULL)
@@ -3866,22 +3921,22 @@ replace_many(void)
 	run.perfile = !syncfs_reports();
 	make_dirtab(&run);
 	for (i = 0; i < njobs; i++)
-		if (!run_step(resolve_job, &run, &jobs[i]))
-			failed += fail_resolve(&jobs[i]);
+		if (resolve_job(&run, &jobs[i]) < 0)
+			nfailed += fail_resolve(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO &&
 		    !run_step(check_job_dir, &run, &jobs[i]))
-			failed += fail_job(&jobs[i]);
+			nfailed += fail_job(&jobs[i]);
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO &&
 		    !run_step(prepare_job, &run, &jobs[i]))
-			failed += fail_job(&jobs[i]);
-	if (failed == 0)
-		failed = prepare_renames(&run);
-	if (failed > 0)
+			nfailed += fail_job(&jobs[i]);
+	if (nfailed == 0)
+		nfailed = prepare_renames(&run);
+	if (nfailed > 0)
 		fail(NULL, "nothing replaced: %zu of %zu targets failed",
-		    failed, njobs);
+		    nfailed, njobs);
 	check_case_duplicates();
 	if (!run.perfile)
 		flush_new_files();
@@ -3930,13 +3985,14 @@ main(int argc, char *argv[])
 	jobs = xjobs(1);
 	add_job(opt.target, opt.input != NULL ? opt.input : "-");
 	f = &jobs[0];
-	resolve_target(f);
+	if (resolve_target(f) < 0)
+		give_up();
 	check_dir(f);
 	f->plan = fs_plan(f->dirfd, !opt.backup);
 	if (opt.lock)
 		lock_target(f);
-	else
-		open_target(f);
+	else if (open_target(f) < 0)
+		give_up();
 	/* Before the command runs; -C first needs to know what changes. */
 	if (!opt.ifchanged)
 		check_replaceable(f, 1);

@@ -191,16 +191,16 @@ M("default-acl-ignored", "decide_metadata",
   "a new file in a directory with a default ACL gets the umask's mode", "metadata")
 
 # --- links and the protected_* rules
-M("protected-symlinks-off", "follow_link", [("check_protected_link(f, st);", ";")],
+M("protected-symlinks-off", "follow_link", [("check_protected_link(f, st) < 0", "0")],
   "links planted in /tmp by others are followed", "links")
 M("protected-symlinks-dirowner", "planted_in",
   [("owner != geteuid() && owner != dir.st_uid", "owner != geteuid()")],
   "links of the sticky directory's owner are refused", "links")
-M("protected-regular-off", "open_target", [("check_protected_regular(f);", ";")],
+M("protected-regular-off", "open_target", [("return check_protected_regular(f);", "return 0;")],
   "files planted in /tmp by others receive root's output", "links")
 M("protected-regular-level", "check_protected_regular",
-  [("(level == '1' &&\n\t    !planted(f, f->st.st_uid, S_IWOTH))",
-    "(level == '2' &&\n\t    !planted(f, f->st.st_uid, S_IWOTH))")],
+  [("if (level == '1' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
+    "if (level == '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)")],
   "protected_regular=2 is taken as 1", "links")
 M("protected-symlinks-dirs-off", "walk_component",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
@@ -241,15 +241,15 @@ M("temp-name-cut-in-char", "hidden_name",
 M("modeless-new-file-refused", "set_mode",
   [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn;", "")],
   "a new file on NTFS is refused for the mode the file system gives it", "metadata")
-M("proc-links-followed", "follow_link", [("check_proc_link(f);", ";")],
+M("proc-links-followed", "follow_link", [("check_proc_link(f) < 0 || ", "")],
   "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
-M("nofollow-ignored", "resolve_target",
+M("nofollow-ignored", "reach_file",
   [("if (!S_ISLNK(f->st.st_mode) || opt.nofollow)", "if (!S_ISLNK(f->st.st_mode))")],
   "-P follows the link anyway", "links")
 M("not-regular-accepted", "open_target",
-  [("if (!S_ISREG(st.st_mode))\n\t\tfail(f->target, \"not a regular file\");", "")],
+  [("if (!S_ISREG(st.st_mode))\n\t\treturn failed(f->target, \"not a regular file\");", "")],
   "a FIFO swapped in for the target is accepted", "links",
-  equivalent="resolve_target refuses non-regular files first; only a race between the two checks reaches this one")
+  equivalent="reach_file refuses non-regular files first; only a race between the two checks reaches this one")
 
 # --- script features
 M("append-drops-old", "fill_temp", [("opt.append ? copy_old(f, fd) : 0", "0")],
@@ -360,7 +360,7 @@ M("many-no-dir-flush", "flush_dirs",
   "nothing is flushed after the renames", "many")
 M("many-dir-flush-status-0", "replace_many", [("status = 3;", "status = 0;")],
   "a failed flush after the renames exits 0 instead of 3", "many")
-M("many-failure-renames-others", "replace_many", [("if (failed > 0)", "if (0)")],
+M("many-failure-renames-others", "replace_many", [("if (nfailed > 0)", "if (0)")],
   "a target that failed does not stop the others from being renamed", "many")
 M("many-rename-failure-goes-on", "replace_many",
   [("!run_step(rename_job, &run, &jobs[i]))\n\t\t\tbreak;",
@@ -426,7 +426,7 @@ M("many-backup-rename-status-lost", "rename_job", [("\t\trun->lostbackup = 3;", 
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
 M("many-list-read-error-eof", "jobs_from_list", [("if (fd < 0 || r < 0)", "if (fd < 0)")],
   "a read error of --batch's list is taken as its end", "many")
-M("p-message-bare", "fail_dir", [("if (w->made > 0)", "if (0)")],
+M("p-message-bare", "failed_dir", [("if (w->made > 0)", "if (0)")],
   "-p that cannot make a directory names neither it nor its parent", "parents")
 M("p-reads-on-the-way", "make_parents",
   [("flags = (next[strspn(next, \"/\")] == '\\0' ? O_RDONLY :\n\t\t    O_SEARCH_DIR) | O_DIRECTORY;", "flags = O_RDONLY | O_DIRECTORY;")],
