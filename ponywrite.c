@@ -1685,9 +1685,11 @@ on_alarm(int sig)
  * -w: SIGALRM interrupts flock(2) once the time is up, and every 10 ms after
  * that, in case it came just before flock was entered.  Zero stops it.
  */
-static void
+static int
 set_lock_timer(const struct file *f, double seconds, struct sigaction *orig)
 {
+	int r = 0;
+
 	struct sigaction sa;
 	struct itimerval it;
 	long long us = seconds * 1e6 + 1;	/* -w takes at most 1e8 */
@@ -1707,14 +1709,15 @@ set_lock_timer(const struct file *f, double seconds, struct sigaction *orig)
 		it.it_interval.tv_usec = 10000;
 	}
 	if (setitimer(ITIMER_REAL, &it, NULL) < 0)
-		fail(f->target, "cannot set the timer of -w: %s",
+		r = failed(f->target, "cannot set the timer of -w: %s",
 		    strerror(errno));
 	if (seconds == 0)
 		sigaction(SIGALRM, orig, NULL);
+	return r;
 }
 
 /* Take the lock on FD, giving up as -w says. */
-static void
+static int
 wait_lock(const struct file *f, int fd)
 {
 	int r;
@@ -1723,11 +1726,11 @@ wait_lock(const struct file *f, int fd)
 	    errno == EINTR && !lock_timeout)
 		;
 	if (r == 0)
-		return;
+		return 0;
 	if (lock_timeout || errno == EWOULDBLOCK)
-		fail(f->target, "lock is busy: gave up after %s seconds (-w)",
-		    opt.waitarg);
-	fail(f->target, "cannot lock: %s", strerror(errno));
+		return failed(f->target, "lock is busy: gave up after %s"
+		    " seconds (-w)", opt.waitarg);
+	return failed(f->target, "cannot lock: %s", strerror(errno));
 }
 
 /*
@@ -1759,15 +1762,18 @@ open_lock_file(const struct file *f, const char *name)
 	for (;;) {
 		fd = xopenat(f->dirfd, name, O_RDONLY | O_NOFOLLOW |
 		    O_NONBLOCK | O_CLOEXEC, 0);
-		if (fd >= 0 || errno != ENOENT)
+		if (fd >= 0)
 			return fd;
+		if (errno != ENOENT)
+			return failed(f->target, "cannot lock: %s",
+			    strerror(errno));
 		mask = umask(0);
 		fd = xopenat(f->dirfd, name, O_RDONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
 		umask(mask);
 		if (fd < 0 && errno != EEXIST)
-			fail(f->dirpath, "cannot create a lock file in this"
-			    " directory: %s", strerror(errno));
+			return failed(f->dirpath, "cannot create a lock file in"
+			    " this directory: %s", strerror(errno));
 		if (fd >= 0)
 			return fd;
 	}
@@ -1777,74 +1783,89 @@ open_lock_file(const struct file *f, const char *name)
  * A missing target (or a link -P replaces) is locked through
  * ".NAME.ponywrite-lock", removed on exit: a name no other program uses,
  * opened without blocking and only if it is a regular file, so that a FIFO
- * planted there cannot hang us.
+ * planted there cannot hang us.  1 if it is locked, 0 to look again, -1.
  */
 static int
 lock_missing(struct file *f)
 {
 	char name[NAME_MAX + 1], *copy;
 	struct stat st;
-	int fd;
+	int fd, r = 0;
 
 	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
 	    f->name);
-	if ((fd = open_lock_file(f, name)) < 0 || fstat(fd, &st) < 0)
-		fail(f->target, "cannot lock: %s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		fail(f->target, "cannot lock: %s is not a regular file", name);
-	wait_lock(f, fd);
-	if (!still_named(f, fd, name)) {
-		close(fd);
-		return 0;
-	}
-	if (nothing_to_lock(f)) {
-		if ((copy = strdup(name)) == NULL)
-			fail_errno(f->target);
+	if ((fd = open_lock_file(f, name)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0)
+		r = failed(f->target, "cannot lock: %s", strerror(errno));
+	else if (!S_ISREG(st.st_mode))
+		r = failed(f->target, "cannot lock: %s is not a regular file",
+		    name);
+	else if (wait_lock(f, fd) < 0)
+		r = -1;
+	else if (!still_named(f, fd, name))
+		r = 0;
+	else if (!nothing_to_lock(f))
+		/* The target came: whoever holds the lock file removes it. */
+		unlinkat(f->dirfd, name, 0);
+	else if ((copy = strdup(name)) == NULL)
+		r = failed_errno(f->target);
+	else {
 		block_signals();
 		f->lockname = copy;
 		unblock_signals();
-		return 1;
+		return 1;		/* FD stays open: it holds the lock */
 	}
-	/* The target came meanwhile: whoever holds the lock file removes it. */
-	unlinkat(f->dirfd, name, 0);
 	close(fd);
-	return 0;
+	return r;
 }
 
 /*
- * -l: flock(2) the target's inode, held until exit.  A lock won on an inode
- * that was replaced (or a lock file that was removed) while we waited is
- * worthless: look again and lock what is there now.
+ * One try at -l's lock: 1 if it is held, 0 to look again, -1.  A lock won on
+ * an inode that was replaced (or a lock file that was removed) while we
+ * waited is worthless: look again and lock what is there now.
  */
-static void
+static int
+lock_once(struct file *f)
+{
+	int r;
+
+	if (open_target(f) < 0)
+		return -1;
+	if (!f->regular)
+		r = lock_missing(f);
+	else if (wait_lock(f, f->fd) < 0)
+		return -1;
+	else if (!(r = still_named(f, f->fd, f->name))) {
+		close(f->fd);
+		f->fd = -1;
+	}
+	if (r != 0)
+		return r;
+	f->exists = fstatat(f->dirfd, f->name, &f->st,
+	    AT_SYMLINK_NOFOLLOW) == 0;
+	if (!f->exists && errno != ENOENT)
+		return failed_errno(f->target);
+	if (f->exists && !S_ISREG(f->st.st_mode) &&
+	    !(S_ISLNK(f->st.st_mode) && opt.nofollow))
+		return failed(f->target, "not a regular file");
+	return 0;
+}
+
+/* -l: flock(2) the target's inode, held until exit; -w's timer stopped. */
+static int
 lock_target(struct file *f)
 {
 	struct sigaction orig;		/* SIGALRM's, while -w's timer runs */
+	int r;
 
-	if (opt.wait > 0)
-		set_lock_timer(f, opt.wait, &orig);
-	for (;;) {
-		if (open_target(f) < 0)
-			give_up();
-		if (!f->regular && lock_missing(f))
-			break;
-		if (f->regular) {
-			wait_lock(f, f->fd);
-			if (still_named(f, f->fd, f->name))
-				break;
-			close(f->fd);
-			f->fd = -1;
-		}
-		f->exists = fstatat(f->dirfd, f->name, &f->st,
-		    AT_SYMLINK_NOFOLLOW) == 0;
-		if (!f->exists && errno != ENOENT)
-			fail_errno(f->target);
-		if (f->exists && !S_ISREG(f->st.st_mode) &&
-		    !(S_ISLNK(f->st.st_mode) && opt.nofollow))
-			fail(f->target, "not a regular file");
-	}
-	if (opt.wait > 0)
-		set_lock_timer(f, 0, &orig);
+	if (opt.wait > 0 && set_lock_timer(f, opt.wait, &orig) < 0)
+		return -1;
+	while ((r = lock_once(f)) == 0)
+		;
+	if (opt.wait > 0 && set_lock_timer(f, 0, &orig) < 0)
+		r = -1;
+	return r < 0 ? -1 : 0;
 }
 
 /*
@@ -1903,7 +1924,7 @@ acl_apply_mode(unsigned char *acl, ssize_t len, mode_t mode)
 }
 
 /* A new file in a directory with a default ACL: open(2) ignores the umask. */
-static void
+static int
 default_acl_mode(const struct file *f, mode_t *mode)
 {
 	unsigned char acl[4096], *e, *end;
@@ -1912,10 +1933,10 @@ default_acl_mode(const struct file *f, mode_t *mode)
 
 	if ((len = fgetxattr(f->dirfd, "system.posix_acl_default", acl,
 	    sizeof acl)) < 0 && errno != ENODATA && errno != ENOTSUP)
-		fail(f->dirpath, "cannot read the default ACL: %s",
+		return failed(f->dirpath, "cannot read the default ACL: %s",
 		    strerror(errno));
 	if (len < 12)
-		return;
+		return 0;
 	end = acl + len;
 	for (e = acl + 4; e + 8 <= end; e += 8)
 		if ((e[0] | e[1] << 8) <= ACL_OTHER)
@@ -1924,13 +1945,15 @@ default_acl_mode(const struct file *f, mode_t *mode)
 		perm[ACL_GROUP_OBJ] = perm[ACL_MASK];
 	*mode = (perm[ACL_USER_OBJ] & 6) << 6 | (perm[ACL_GROUP_OBJ] & 6) << 3 |
 	    (perm[ACL_OTHER] & 6);
+	return 0;
 }
 #else
-static void
+static int
 default_acl_mode(const struct file *f, mode_t *mode)
 {
 	(void)f;
 	(void)mode;
+	return 0;
 }
 #endif
 
@@ -1940,7 +1963,7 @@ default_acl_mode(const struct file *f, mode_t *mode)
  * allows.  As chown(2) does, a change of owner or group drops the set-id
  * bits, unless -m asks for them.
  */
-static void
+static int
 decide_metadata(struct file *f)
 {
 	mode_t mask = 0;
@@ -1951,8 +1974,8 @@ decide_metadata(struct file *f)
 		umask(mask);
 	}
 	f->meta.mode = f->regular ? f->st.st_mode & 07777 : 0666 & ~mask;
-	if (!f->regular)
-		default_acl_mode(f, &f->meta.mode);
+	if (!f->regular && default_acl_mode(f, &f->meta.mode) < 0)
+		return -1;
 	f->meta.uid = opt.uid != (uid_t)-1 ? opt.uid :
 	    f->regular ? f->st.st_uid : (uid_t)-1;
 	f->meta.gid = opt.gid != (gid_t)-1 ? opt.gid :
@@ -1962,11 +1985,12 @@ decide_metadata(struct file *f)
 		f->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 	if (opt.mode != NULL)
 		parse_mode(opt.mode, f->meta.mode, mask, &f->meta.mode);
+	return 0;
 }
 
 /* Step 2: the temporary file. */
 
-static void
+static int
 random_chars(char *p, size_t n)
 {
 	static const char set[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -1980,8 +2004,12 @@ random_chars(char *p, size_t n)
 		goto done;
 #endif
 	if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) < 0 ||
-	    xread(fd, rnd, n) != (ssize_t)n)
-		fail(NULL, "cannot read random bytes: %s", strerror(errno));
+	    xread(fd, rnd, n) != (ssize_t)n) {
+		failed(NULL, "cannot read random bytes: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
 	close(fd);
 #ifdef HAVE_GETRANDOM
 done:
@@ -1989,6 +2017,7 @@ done:
 	for (i = 0; i < n; i++)
 		p[i] = set[rnd[i] % 64];
 	p[n] = '\0';
+	return 0;
 }
 
 /*
@@ -2015,7 +2044,7 @@ name_max(const struct file *f)
  * directory's NAME_MAX.  The cut falls between UTF-8 characters, never inside
  * one: NTFS and exFAT refuse a name that is not valid UTF-8.
  */
-static void
+static int
 hidden_name(char *dst, const char *name, const char *suffix, long max)
 {
 	char whole[2 * NAME_MAX + 2];
@@ -2027,47 +2056,50 @@ hidden_name(char *dst, const char *name, const char *suffix, long max)
 		while (keep > 0 && (whole[keep] & 0xc0) == 0x80)
 			keep--;		/* a continuation byte */
 	n = snprintf(dst, NAME_MAX + 1, ".%.*s.", (int)keep, whole);
-	random_chars(dst + n, RANDOM_LEN);
+	return random_chars(dst + n, RANDOM_LEN);
 }
 
 /* The directory is named as given, or, behind a link, the link first. */
-static _Noreturn void
-fail_temp(const struct file *f, int e)
+static int
+failed_temp(const struct file *f, int e)
 {
 	if (f->linked)
-		fail(f->target, "cannot create a temporary file in %s: %s",
-		    f->dirpath, strerror(e));
-	fail(f->dirpath, "cannot create a temporary file in this directory:"
-	    " %s", strerror(e));
+		return failed(f->target, "cannot create a temporary file in"
+		    " %s: %s", f->dirpath, strerror(e));
+	return failed(f->dirpath, "cannot create a temporary file in this"
+	    " directory: %s", strerror(e));
 }
 
 /*
- * The temporary file; -errno where -C can do without one (a read-only
- * mount, a directory the caller cannot write), so that the input can still
- * be compared: see input_unchanged().
+ * The temporary file, in *FD; -errno there where -C can do without one (a
+ * read-only mount, a directory the caller cannot write), so that the input
+ * can still be compared: see input_unchanged().
  */
 static int
-create_temp(struct file *f)
+create_temp(struct file *f, int *fd)
 {
 	long max = name_max(f);
-	int fd, tries;
+	int tries, r;
 
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
-		hidden_name(f->tmpname, f->name, "", max);
-		fd = openat(f->dirfd, f->tmpname,
-		    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
+		if ((r = hidden_name(f->tmpname, f->name, "", max)) < 0 ||
+		    (*fd = openat(f->dirfd, f->tmpname, O_RDWR | O_CREAT |
+		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
 			f->tmpname[0] = '\0';
 		unblock_signals();
-		if (fd >= 0)
-			return fd;
-		if (opt.ifchanged && (errno == EROFS || errno == EACCES))
-			return -errno;
+		if (r < 0)
+			return -1;
+		if (*fd >= 0)
+			return 0;
+		if (opt.ifchanged && (errno == EROFS || errno == EACCES)) {
+			*fd = -errno;
+			return 0;
+		}
 		if (errno != EEXIST && errno != EINTR)
-			fail_temp(f, errno);
+			return failed_temp(f, errno);
 	}
-	fail_temp(f, EEXIST);
+	return failed_temp(f, EEXIST);
 }
 
 /* Step 3: fill it. */
@@ -2436,7 +2468,6 @@ fill_temp(struct file *f, int fd)
 	off_t old, added;
 	int in;
 
-	f->behind = 0;		/* each file is written behind anew */
 	old = opt.append ? copy_old(f, fd) : 0;
 	if (opt.command != NULL)
 		added = run_command(f, fd);
@@ -2506,8 +2537,10 @@ input_unchanged(struct file *f, int e)
 	if (in > STDIN_FILENO)
 		close(in);
 	f->in = -1;
-	if (!same || off != f->st.st_size || (opt.noempty && off == 0))
-		fail_temp(f, e);
+	if (!same || off != f->st.st_size || (opt.noempty && off == 0)) {
+		failed_temp(f, e);
+		give_up();
+	}
 	return 1;
 }
 
@@ -3023,20 +3056,21 @@ mount_point(const struct file *f, const char *name)
 }
 
 /* A directory that chattr closed: nothing can be created or renamed in it. */
-static void
+static int
 check_dir(const struct file *f)
 {
 	const char *why = chattr_refusal(f->dirfd);
 
 	if (why != NULL)
-		fail(f->target, "directory %s is %s; cannot be %s",
+		return failed(f->target, "directory %s is %s; cannot be %s",
 		    f->dirpath, why, f->exists ? "replaced" : "created");
+	return 0;
 }
 
 /*
  * -b: TARGET~ must fit the directory's NAME_MAX and, if it exists, be what
- * a rename can replace.  Returns that NAME_MAX, or 0 if TARGET~ already is
- * the old file.
+ * a rename can replace.  Returns that NAME_MAX, 0 if TARGET~ already is
+ * the old file, or -1.
  */
 static long
 check_backup_name(const struct file *f)
@@ -3048,20 +3082,20 @@ check_backup_name(const struct file *f)
 
 	if (snprintf(bakfinal, sizeof bakfinal, "%s%s", f->name,
 	    opt.suffix) > max)
-		fail(f->target, "cannot make backup: %s",
+		return failed(f->target, "cannot make backup: %s",
 		    strerror(ENAMETOOLONG));
 	if (fstatat(f->dirfd, bakfinal, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return max;
 	if (S_ISDIR(st.st_mode))
-		fail(f->target, "cannot make backup %s: %s", bakfinal,
+		return failed(f->target, "cannot make backup %s: %s", bakfinal,
 		    strerror(EISDIR));
 	if (mount_point(f, bakfinal))
-		fail(f->target, "cannot make backup %s: it is a mount point",
-		    bakfinal);
+		return failed(f->target, "cannot make backup %s: it is a mount"
+		    " point", bakfinal);
 	if (S_ISREG(st.st_mode) &&
 	    (why = chattr_refusal_at(f, bakfinal)) != NULL)
-		fail(f->target, "cannot make backup %s: it is %s", bakfinal,
-		    why);
+		return failed(f->target, "cannot make backup %s: it is %s",
+		    bakfinal, why);
 	return same_file(&st, &f->st) ? 0 : max;
 }
 
@@ -3080,81 +3114,85 @@ check_backup_name(const struct file *f)
  * litter once the directory is flushed.
  */
 /* exFAT and vfat have no hard links; protected_hardlinks refuses some. */
-static _Noreturn void
-fail_nolink(const struct file *f)
+static int
+failed_nolink(const struct file *f)
 {
 	char type[64] = "?", opts[256];
 	int e = errno;
 
 	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(f->target, "cannot make backup: -b needs a hard link to the old"
-	    " file, which this file system (%s) refused: %s", type,
+	return failed(f->target, "cannot make backup: -b needs a hard link to"
+	    " the old file, which this file system (%s) refused: %s", type,
 	    strerror(e));
 }
 
 /* -b's link to the old file cannot be made (errno says why). */
-static _Noreturn void
-fail_link(const struct file *f)
+static int
+failed_link(const struct file *f)
 {
 	/* Same directory: only a mount can be in between. */
 	if (errno == EXDEV)
-		fail(f->target, "is a mount point and cannot be replaced: %s",
-		    strerror(errno));
+		return failed(f->target, "is a mount point and cannot be"
+		    " replaced: %s", strerror(errno));
 	if (errno == EPERM || errno == ENOTSUP || errno == EOPNOTSUPP)
-		fail_nolink(f);
-	fail(f->target, "cannot make backup: %s", strerror(errno));
+		return failed_nolink(f);
+	return failed(f->target, "cannot make backup: %s", strerror(errno));
 }
 
 /*
  * The hidden link's name in F->bakname, its buffer allocated empty the
  * first time (the signal handler may look at it from then on).
  */
-static void
+static int
 name_backup_link(struct file *f, long max)
 {
 	char *s;
 
 	if (f->bakname == NULL) {
 		if ((s = calloc(1, NAME_MAX + 1)) == NULL)
-			fail_errno(f->target);
+			return failed_errno(f->target);
 		f->bakname = s;
 	}
-	hidden_name(f->bakname, f->name, opt.suffix, max);
+	return hidden_name(f->bakname, f->name, opt.suffix, max);
 }
 
 /*
  * -b where there are no hard links (exFAT, vfat): found before the command
  * runs or the input is read, by making the link and removing it at once.
  */
-static void
+static int
 probe_link(struct file *f, long max)
 {
-	name_backup_link(f, max);
+	if (name_backup_link(f, max) < 0)
+		return -1;
 	if (linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0) < 0) {
 		f->bakname[0] = '\0';
 		if (errno != ENOENT)	/* ENOENT: as in link_backup */
-			fail_link(f);
-		return;
+			return failed_link(f);
+		return 0;
 	}
 	/* Not removed: it is litter, removed on the way out. */
 	if (unlinkat(f->dirfd, f->bakname, 0) < 0)
-		fail(f->target, "cannot make backup: %s", strerror(errno));
+		return failed(f->target, "cannot make backup: %s",
+		    strerror(errno));
 	f->bakname[0] = '\0';
+	return 0;
 }
 
-static void
+static int
 link_backup(struct file *f)
 {
 	long max;
 	int tries;
 
 	if (!f->exists || (!opt.backup && !(f->flushes & FL_KEEP_OLD)))
-		return;
+		return 0;
 	if (!opt.backup)
 		max = name_max(f);
-	else if ((max = check_backup_name(f)) == 0)
-		return;		/* it already is the old file */
-	name_backup_link(f, max);
+	else if ((max = check_backup_name(f)) <= 0)
+		return (int)max;	/* 0: it already is the old file */
+	if (name_backup_link(f, max) < 0)
+		return -1;
 	/* ENOENT: another run replaced the target; back up what is there now. */
 	for (tries = 0; linkat(f->dirfd, f->name, f->dirfd, f->bakname,
 	    0) < 0; tries++)
@@ -3163,9 +3201,10 @@ link_backup(struct file *f)
 			/* FL_KEEP_OLD asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
 			if (!opt.backup)
-				return;
-			fail_link(f);
+				return 0;
+			return failed_link(f);
 		}
+	return 0;
 }
 
 /*
@@ -3173,22 +3212,22 @@ link_backup(struct file *f)
  * +i or +a; with BACKUP, -b's name is checked too, and that the file system
  * has hard links.
  */
-static void
+static int
 check_replaceable(struct file *f, int backup)
 {
+	const char *why;
 	long max;
 
-	const char *why;
-
 	if (!f->exists)
-		return;
+		return 0;
 	if (mount_point(f, f->name))
-		fail(f->target, "is a mount point and cannot be replaced: %s",
-		    strerror(EBUSY));
+		return failed(f->target, "is a mount point and cannot be"
+		    " replaced: %s", strerror(EBUSY));
 	if ((why = chattr_refusal(f->fd)) != NULL)
-		fail(f->target, "is %s; cannot be replaced", why);
-	if (backup && opt.backup && (max = check_backup_name(f)) != 0)
-		probe_link(f, max);
+		return failed(f->target, "is %s; cannot be replaced", why);
+	if (!backup || !opt.backup || (max = check_backup_name(f)) == 0)
+		return 0;
+	return max < 0 ? -1 : probe_link(f, max);
 }
 
 static int
@@ -3576,14 +3615,13 @@ check_duplicates(void)
 }
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
-static void
-check_job_dir(struct run *run, struct file *j)
+static int
+check_job_dir(struct file *j)
 {
-	(void)run;
 	/* Its first target's check stands for the others, unless it failed. */
 	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
-		return;
-	check_dir(j);
+		return 0;
+	return check_dir(j);
 }
 
 /* Steps 2 to 4; the new file waits, closed, under its temporary name. */
@@ -3592,11 +3630,11 @@ prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
 
-	if (open_target(j) < 0)
+	if (open_target(j) < 0 || decide_metadata(j) < 0)
 		give_up();
-	decide_metadata(j);
 	j->flushes = plan_flushes(run, j);
-	j->newfd = create_temp(j);
+	if (create_temp(j, &j->newfd) < 0)
+		give_up();
 	size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0;
 	if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :
 	    unchanged(j, j->newfd, size))) {
@@ -3610,7 +3648,8 @@ prepare_job(struct run *run, struct file *j)
 			    " disk: %s", strerror(errno));
 		jobs[j->dir].flushdir |= (j->flushes & FL_OLD) != 0;
 	} else {
-		check_replaceable(j, 0);
+		if (check_replaceable(j, 0) < 0)
+			give_up();
 		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
@@ -3701,12 +3740,6 @@ flush_new_files(void)
 }
 
 /* -b: job J's hidden link, made before any target is renamed. */
-static void
-link_job_backup(struct run *run, struct file *j)
-{
-	(void)run;
-	link_backup(j);
-}
 
 /* Step 6 for one file. */
 static void
@@ -3772,10 +3805,14 @@ flush_dirs(void)
 	return flush_fuse_renames() != 0 ? 3 : status;
 }
 
-/* A target that failed: close what fail() left open. */
+/*
+ * A target that failed: remove what exists, as fail() does, and close what
+ * it left open.
+ */
 static size_t
 fail_job(struct file *j)
 {
+	remove_litter(1);
 	drop_job(j);
 	j->state = FAILED;
 	return 1;
@@ -3896,13 +3933,12 @@ check_case_duplicates(void)
  * for a target fails it now, while nothing is replaced.
  */
 static size_t
-prepare_renames(struct run *run)
+prepare_renames(void)
 {
 	size_t i, nfailed = 0;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY &&
-		    !run_step(link_job_backup, run, &jobs[i]))
+		if (jobs[i].state == READY && link_backup(&jobs[i]) < 0)
 			nfailed += fail_job(&jobs[i]);
 	return nfailed;
 }
@@ -3925,15 +3961,14 @@ replace_many(void)
 			nfailed += fail_resolve(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO &&
-		    !run_step(check_job_dir, &run, &jobs[i]))
+		if (jobs[i].state == TODO && check_job_dir(&jobs[i]) < 0)
 			nfailed += fail_job(&jobs[i]);
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO &&
 		    !run_step(prepare_job, &run, &jobs[i]))
 			nfailed += fail_job(&jobs[i]);
 	if (nfailed == 0)
-		nfailed = prepare_renames(&run);
+		nfailed = prepare_renames();
 	if (nfailed > 0)
 		fail(NULL, "nothing replaced: %zu of %zu targets failed",
 		    nfailed, njobs);
@@ -3985,33 +4020,32 @@ main(int argc, char *argv[])
 	jobs = xjobs(1);
 	add_job(opt.target, opt.input != NULL ? opt.input : "-");
 	f = &jobs[0];
-	if (resolve_target(f) < 0)
+	if (resolve_target(f) < 0 || check_dir(f) < 0)
 		give_up();
-	check_dir(f);
 	f->plan = fs_plan(f->dirfd, !opt.backup);
-	if (opt.lock)
-		lock_target(f);
-	else if (open_target(f) < 0)
+	if ((opt.lock ? lock_target(f) : open_target(f)) < 0)
 		give_up();
 	/* Before the command runs; -C first needs to know what changes. */
-	if (!opt.ifchanged)
-		check_replaceable(f, 1);
-	decide_metadata(f);
+	if ((!opt.ifchanged && check_replaceable(f, 1) < 0) ||
+	    decide_metadata(f) < 0)
+		give_up();
 	f->flushes = plan_flushes(NULL, f);
-	fd = create_temp(f);
+	if (create_temp(f, &fd) < 0)
+		give_up();
 	size = fd >= 0 ? fill_temp(f, fd) : 0;
 	if (opt.ifchanged && (fd < 0 ? input_unchanged(f, -fd) :
 	    unchanged(f, fd, size)))
 		return finish_unchanged(f);
-	if (opt.ifchanged)
-		check_replaceable(f, 1);
+	if (opt.ifchanged && check_replaceable(f, 1) < 0)
+		give_up();
 	apply_metadata(f, fd);
 	if (flush_data(fd, f->flushes) < 0)
 		fail(f->target, "cannot flush to disk: %s", strerror(errno));
 	if (opt.lock)
 		lock_new_file(f, fd);
 	block_signals();
-	link_backup(f);
+	if (link_backup(f) < 0)
+		give_up();
 	status = commit(f, fd);
 	if (opt.printchanged)
 		status = print_changed(f->target, status);

@@ -139,7 +139,7 @@ M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
 # --- the temporary file: O_EXCL, O_NOFOLLOW, 0600, litter
-M("temp-not-excl", "create_temp", [("O_CREAT | O_EXCL |", "O_CREAT |")],
+M("temp-not-excl", "create_temp", [("O_CREAT |\n\t\t    O_EXCL |", "O_CREAT |\n\t\t    ")],
   "the temporary file is not created exclusively", "open")
 M("temp-follows-links", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_CLOEXEC, 0600")],
   "O_NOFOLLOW dropped from the temporary file's open", "open")
@@ -187,7 +187,7 @@ M("umask-on-existing", "decide_metadata",
     "f->meta.mode = f->regular ? f->st.st_mode & 0777 : 0666 & ~mask;")],
   "the set-id and sticky bits of an existing file are lost", "metadata")
 M("default-acl-ignored", "decide_metadata",
-  [("default_acl_mode(f, &f->meta.mode);", ";")],
+  [("if (!f->regular && default_acl_mode(f, &f->meta.mode) < 0)", "if (0)")],
   "a new file in a directory with a default ACL gets the umask's mode", "metadata")
 
 # --- links and the protected_* rules
@@ -215,7 +215,7 @@ M("input-kernel-follows", "open_input",
   [("fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)", "fd = xopenat(AT_FDCWD, f->source, O_RDONLY | O_CLOEXEC, 0)")],
   "-i follows a directory link planted in /tmp (root reads what it points to)", "links")
 M("nolink-found-late", "check_replaceable",
-  [("probe_link(f, max);", "(void)max;")],
+  [("return max < 0 ? -1 : probe_link(f, max);", "return max < 0 ? -1 : 0;")],
   "-b without hard links is found only after the command ran", "backup")
 M("keep-old-off", "plan_flushes", [("if (plan == PLAN_NOJOURNAL && f->exists && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
@@ -230,8 +230,8 @@ M("ifchanged-readonly-longer", "input_unchanged",
 M("case-duplicates-unchecked", "check_case_duplicates",
   [("if (j->state == READY && folds_case(j)) {", "if (0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
-M("nolink-message-bare", "fail_link",
-  [("\t\tfail_nolink(f);", "\t\t;")],
+M("nolink-message-bare", "failed_link",
+  [("\t\treturn failed_nolink(f);", "\t\t;")],
   "-b without hard links says only Operation not permitted", "backup")
 M("temp-name-255", "create_temp", [("long max = name_max(f);", "long max = NAME_MAX;")],
   "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
@@ -292,7 +292,7 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("signals-not-held-at-rename", "main", [("block_signals();\n\tlink_backup(f);", "link_backup(f);")],
+M("signals-not-held-at-rename", "main", [("block_signals();\n\tif (link_backup(f) < 0)", "if (link_backup(f) < 0)")],
   "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
@@ -328,8 +328,8 @@ M("growth-not-copied", "copy_regular",
 M("lock-not-taken", "wait_lock",
   [("while ((r = flock(fd, LOCK_EX | (opt.wait == 0 ? LOCK_NB : 0))) < 0 &&", "while ((r = 0) < 0 &&")],
   "-l takes no lock: read-modify-write races", "lock")
-M("lock-stale-inode", "lock_target",
-  [("if (still_named(f, f->fd, f->name))\n\t\t\t\tbreak;", "break;")],
+M("lock-stale-inode", "lock_once",
+  [("else if (!(r = still_named(f, f->fd, f->name))) {", "else if (!(r = 1)) {")],
   "a lock won on an inode replaced meanwhile is kept", "lock")
 M("append-without-lock", "parse_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
@@ -437,9 +437,9 @@ M("caps-dropped", "keep_xattr",
 M("caps-eperm-ignored", "copy_xattrs",
   [("if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||", "if (fsetxattr(to, name, val, len, 0) < 0 && errno != EPERM && (errno != ENOTSUP ||")],
   "a user's file loses its capabilities silently", "metadata")
-M("write-behind-not-reset", "fill_temp",
-  [("f->behind = 0;", ";")],
-  "only the first large file of a batch is written behind", "writeback")
+M("write-behind-not-reset", "write_behind",
+  [("off_t *at = &f->behind;", "off_t *at = &jobs[0].behind;")],
+  "the write-behind state is shared by a batch's files (the old static): only the first large file is written behind", "writeback")
 M("many-flush-quadratic", "flush_new_files",
   [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
   "the flush step rescans every earlier target: quadratic", "many")
