@@ -149,6 +149,7 @@ struct file {
 	int	 flushdir;
 	int	 plan;			/* its file system's flush plan */
 	int	 flushes;		/* FL_*: plan_flushes */
+	/* cppcheck-suppress unusedStructMember ; write_behind's *at */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
 	int	 newfd;			/* a batch's temporary file, or -1 */
