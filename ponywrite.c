@@ -165,6 +165,8 @@ struct file {
 	char	*bakname;		/* hidden link for -b or FL_KEEP_OLD */
 	char	*lockname;		/* -l lock file we hold */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
+	int	 status;		/* the exit status if it fails:
+					   opt.failstatus, or the command's */
 };
 
 /* Shared with the signal handler. */
@@ -381,16 +383,17 @@ failed_errno(const char *path)
 }
 
 /*
- * After a failure was reported: remove what exists, and go on with the next
- * target (a batch's run_step) or exit.
+ * After a failure of F (or of the run, NULL) was reported: remove what
+ * exists, and go on with the next target (a batch's run_step) or exit with
+ * F's status.
  */
 static _Noreturn void
-give_up(void)
+give_up(const struct file *f)
 {
 	remove_litter(1);
 	if (onfail != NULL)
 		siglongjmp(*onfail, 1);
-	exit(opt.failstatus);
+	exit(f != NULL ? f->status : opt.failstatus);
 }
 
 static _Noreturn void
@@ -401,7 +404,7 @@ fail(const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfailed(path, fmt, ap);
 	va_end(ap);
-	give_up();
+	give_up(NULL);
 }
 
 static _Noreturn void
@@ -815,6 +818,7 @@ add_job(const char *target, const char *source)
 	j->target = target;
 	j->source = source;
 	j->dirfd = j->fd = j->in = j->newfd = j->keptfd = -1;
+	j->status = opt.failstatus;
 	njobs++;		/* now the signal handler may look at it */
 }
 
@@ -2119,10 +2123,11 @@ dest_error(int e)
 }
 
 /* Writing the new content failed: a full disk, a size limit, an I/O error. */
-static _Noreturn void
-fail_write(const struct file *f)
+static int
+failed_write(const struct file *f)
 {
-	fail(f->target, "cannot write the new content: %s", strerror(errno));
+	return failed(f->target, "cannot write the new content: %s",
+	    strerror(errno));
 }
 
 /*
@@ -2132,7 +2137,7 @@ fail_write(const struct file *f)
  * writers do not stall behind it.  An error here is a lost write, which fsync would not report
  * again: it fails the run.
  */
-static void
+static int
 write_behind(struct file *f, int fd, off_t end)
 {
 #ifdef HAVE_SYNC_FILE_RANGE
@@ -2143,9 +2148,9 @@ write_behind(struct file *f, int fd, off_t end)
 		    (*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,
 		    SYNC_RANGE_WAIT) < 0)) {
 			if (errno != ENOSYS)
-				fail_write(f);
+				return failed_write(f);
 			*at = MAX_OFF;		/* not here: no windows */
-			return;
+			return 0;
 		}
 		if (*at > 0)			/* advice: failing is harmless */
 			(void)posix_fadvise(fd, *at - WINDOW, WINDOW,
@@ -2156,9 +2161,13 @@ write_behind(struct file *f, int fd, off_t end)
 	(void)fd;
 	(void)end;
 #endif
+	return 0;
 }
 
-/* Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite. */
+/*
+ * Copy up to LEN bytes of IN at FROM into OUT at TO, by pread and pwrite.
+ * The copy functions return the bytes copied, or -1.
+ */
 static off_t
 copy_pread(struct file *f, int in, off_t from, int out, off_t to, off_t len,
     const char *inname)
@@ -2169,12 +2178,13 @@ copy_pread(struct file *f, int in, off_t from, int out, off_t to, off_t len,
 	while (done < len && (n = xpread(in, buf, len - done < BUFSIZE ?
 	    len - done : BUFSIZE, from + done)) > 0) {
 		if (xpwrite(out, buf, n, to + done) < 0)
-			fail_write(f);
+			return failed_write(f);
 		done += n;
-		write_behind(f, out, to + done);
+		if (write_behind(f, out, to + done) < 0)
+			return -1;
 	}
 	if (n < 0)
-		fail_errno(inname);
+		return failed_errno(inname);
 	return done;
 }
 
@@ -2187,7 +2197,7 @@ static off_t
 copy_span(struct file *f, int in, off_t from, int out, off_t to, off_t len,
     const char *inname)
 {
-	off_t done = 0;
+	off_t done = 0, more;
 #ifdef HAVE_COPY_FILE_RANGE
 	ssize_t n;
 
@@ -2196,14 +2206,18 @@ copy_span(struct file *f, int in, off_t from, int out, off_t to, off_t len,
 	    len - done < WINDOW ? len - done : WINDOW, 0)) > 0 ||
 	    (n < 0 && errno == EINTR))) {
 		done += n > 0 ? n : 0;
-		write_behind(f, out, to);
+		if (write_behind(f, out, to) < 0)
+			return -1;
 	}
 	if (done < len && n < 0 && dest_error(errno))
-		fail_write(f);
+		return failed_write(f);
 	if (done < len && n == 0)
 		return done;
 #endif
-	return done + copy_pread(f, in, from, out, to, len - done, inname);
+	if ((more = copy_pread(f, in, from, out, to, len - done,
+	    inname)) < 0)
+		return -1;
+	return done + more;
 }
 
 /*
@@ -2216,7 +2230,7 @@ data_end(int in, off_t hole, off_t end, const char *inname)
 	struct stat now;
 
 	if (fstat(in, &now) < 0)
-		fail_errno(inname);
+		return failed_errno(inname);
 	if (now.st_size >= end)
 		return end;
 	return now.st_size > hole ? now.st_size : hole;
@@ -2236,7 +2250,9 @@ copy_regular(struct file *f, int in, off_t start, const struct stat *st,
 	for (hole = start; hole < end; hole = data + n) {
 		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
 			if (errno == ENXIO) {		/* a hole to the end */
-				end = data_end(in, hole, end, inname);
+				if ((end = data_end(in, hole, end,
+				    inname)) < 0)
+					return -1;
 				break;
 			}
 			data = hole;			/* no SEEK_DATA here */
@@ -2245,20 +2261,23 @@ copy_regular(struct file *f, int in, off_t start, const struct stat *st,
 			break;
 		if ((hole = lseek(in, data, SEEK_HOLE)) < 0 || hole > end)
 			hole = end;
-		n = copy_span(f, in, data, out, base + data - start,
-		    hole - data, inname);
+		if ((n = copy_span(f, in, data, out, base + data - start,
+		    hole - data, inname)) < 0)
+			return -1;
 		if (n < hole - data) {			/* it shrank */
 			end = data + n;
 			break;
 		}
 	}
 	/* Appended meanwhile, or more than st_size said (sysfs): no EFBIG at the limit. */
-	end += copy_pread(f, in, end, out, base + end - start, MAX_OFF,
-	    inname);
+	if ((n = copy_pread(f, in, end, out, base + end - start, MAX_OFF,
+	    inname)) < 0)
+		return -1;
+	end += n;
 	while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)
 		;
 	if (n < 0 || lseek(out, base + end - start, SEEK_SET) < 0)
-		fail_write(f);
+		return failed_write(f);
 	lseek(in, end, SEEK_SET);
 	return end - start;
 }
@@ -2271,9 +2290,9 @@ copy_fd(struct file *f, int in, int out, const char *inname)
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
-		fail_errno(inname);
+		return failed_errno(inname);
 	if (S_ISDIR(st.st_mode))
-		fail(inname, "%s", strerror(EISDIR));
+		return failed(inname, "%s", strerror(EISDIR));
 	/* st_size 0 may be a file of /proc: read(2) it. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
@@ -2287,22 +2306,24 @@ copy_fd(struct file *f, int in, int out, const char *inname)
 		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
 		    (n < 0 && errno == EINTR)) {
 			total += n > 0 ? n : 0;
-			write_behind(f, out, at + total);
+			if (write_behind(f, out, at + total) < 0)
+				return -1;
 		}
 		if (n == 0)
 			return total;
 		if (dest_error(errno) || errno == EIO)
-			fail_write(f);
+			return failed_write(f);
 	}
 #endif
 	while ((n = xread(in, buf, sizeof buf)) > 0) {
 		if (xwrite(out, buf, n) < 0)
-			fail_write(f);
+			return failed_write(f);
 		total += n;
-		write_behind(f, out, at + total);
+		if (write_behind(f, out, at + total) < 0)
+			return -1;
 	}
 	if (n < 0)
-		fail_errno(inname);
+		return failed_errno(inname);
 	return total;
 }
 
@@ -2315,19 +2336,16 @@ open_input(const struct file *f)
 	if (strcmp(f->source, "-") == 0) {
 		if (stdin_closed) {
 			errno = EBADF;
-			fail_errno("stdin");
+			return failed_errno("stdin");
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)) < 0) {
-		if (w.refused) {
-			failed_planted(w.link, "following a link", w.owner,
-			    w.at);
-			give_up();
-		}
-		fail_errno(f->source);
-	}
-	return fd;
+	if ((fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)) >= 0)
+		return fd;
+	if (w.refused)
+		return failed_planted(w.link, "following a link", w.owner,
+		    w.at);
+	return failed_errno(f->source);
 }
 
 /* -a: the old content, holes kept, copied in the kernel where it can be. */
@@ -2371,15 +2389,15 @@ exec_command(int out, int report)
 }
 
 /* One line for a command that could not be run: 127 not found, else 126. */
-static _Noreturn void
-exec_failed(const struct file *f, pid_t pid, int e)
+static int
+exec_failed(struct file *f, pid_t pid, int e)
 {
 	int status;
 
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 	child = 0;
-	remove_litter(1);
+	f->status = e == ENOENT ? 127 : 126;
 	if (e == ENOENT)
 		warnx(f->target, "not replaced: command '%s' not found%s",
 		    opt.command[0], *opt.command[0] == '-' ?
@@ -2387,11 +2405,12 @@ exec_failed(const struct file *f, pid_t pid, int e)
 	else
 		warnx(f->target, "not replaced: command '%s' cannot be run:"
 		    " %s", opt.command[0], strerror(e));
-	exit(e == ENOENT ? 127 : 126);
+	return -1;
 }
 
-static void
-wait_command(const struct file *f, pid_t pid)
+/* Its status in F's if it failed. */
+static int
+wait_command(struct file *f, pid_t pid)
 {
 	siginfo_t info;
 	int status, sig;
@@ -2399,7 +2418,7 @@ wait_command(const struct file *f, pid_t pid)
 	/* WNOWAIT: the pid cannot be reused while on_signal may kill it. */
 	while (waitid(P_PID, pid, &info, WEXITED | WNOWAIT) < 0)
 		if (errno != EINTR)
-			fail(f->target, "cannot wait for %s: %s",
+			return failed(f->target, "cannot wait for %s: %s",
 			    opt.command[0], strerror(errno));
 	block_signals();
 	child = 0;
@@ -2409,11 +2428,11 @@ wait_command(const struct file *f, pid_t pid)
 		die_by(sig);
 	unblock_signals();
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return;
+		return 0;
 	describe_status(f, opt.command[0], status);
-	remove_litter(1);
-	exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
-	    WEXITSTATUS(status));
+	f->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :
+	    WEXITSTATUS(status);
+	return -1;
 }
 
 static int
@@ -2439,27 +2458,35 @@ run_command(struct file *f, int out)
 
 	block_signals();
 	if (cloexec_pipe(p) < 0 || cloexec_pipe(report) < 0 ||
-	    (pid = fork()) < 0)
-		fail(f->target, "cannot run %s: %s", opt.command[0],
+	    (pid = fork()) < 0) {
+		unblock_signals();
+		return failed(f->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
+	}
 	if (pid == 0)
 		exec_command(p[1], report[1]);
 	child = pid;
 	unblock_signals();
-	/* Holding a writing end ourselves, we would wait for ever. */
-	if (close(p[1]) < 0 || close(report[1]) < 0)
-		fail(f->target, "cannot run %s: %s", opt.command[0],
+	/* Holding a writing end ourselves, we would wait for ever.  End of
+	   file on the report pipe: the exec succeeded and closed it. */
+	if (close(p[1]) < 0 || close(report[1]) < 0 ||
+	    (n = xread(report[0], &e, sizeof e)) < 0) {
+		failed(f->target, "cannot run %s: %s", opt.command[0],
 		    strerror(errno));
-	/* End of file: the exec succeeded and closed the report pipe. */
-	if ((n = xread(report[0], &e, sizeof e)) < 0)
-		fail(f->target, "cannot run %s: %s", opt.command[0],
-		    strerror(errno));
+		n = -1;
+	}
 	close(report[0]);
 	if (n == sizeof e)
-		exec_failed(f, pid, e);
+		n = exec_failed(f, pid, e);
+	if (n < 0) {
+		close(p[0]);
+		return -1;
+	}
 	size = copy_fd(f, p[0], out, opt.command[0]);
 	close(p[0]);
-	wait_command(f, pid);
+	/* A failed copy does not wait for the command: it may never end. */
+	if (size < 0 || wait_command(f, pid) < 0)
+		return -1;
 	return size;
 }
 
@@ -2469,18 +2496,22 @@ fill_temp(struct file *f, int fd)
 	off_t old, added;
 	int in;
 
-	old = opt.append ? copy_old(f, fd) : 0;
+	if ((old = opt.append ? copy_old(f, fd) : 0) < 0)
+		return -1;
 	if (opt.command != NULL)
 		added = run_command(f, fd);
 	else {
-		in = f->in = open_input(f);
+		if ((in = f->in = open_input(f)) < 0)
+			return -1;
 		added = copy_fd(f, in, fd, input_name(f));
 		if (in != STDIN_FILENO)
 			close(in);
 		f->in = -1;
 	}
+	if (added < 0)
+		return -1;
 	if (opt.noempty && added == 0)
-		fail(f->target, "input is empty, not replaced (-E)");
+		return failed(f->target, "input is empty, not replaced (-E)");
 	return old + added;
 }
 
@@ -2505,7 +2536,7 @@ unchanged(const struct file *f, int fd, off_t size)
 		return 0;
 	for (off = 0; off < size; off += n) {
 		if ((n = xpread(fd, buf, sizeof buf, off)) < 0)
-			fail_errno(f->target);
+			return failed_errno(f->target);
 		if (n == 0 || xpread(f->fd, cmpbuf, n, off) != n)
 			return 0;
 		if (memcmp(buf, cmpbuf, n) != 0)
@@ -2526,10 +2557,11 @@ input_unchanged(struct file *f, int e)
 	ssize_t n;
 	int in, same = opt.command == NULL && !opt.append && meta_unchanged(f);
 
-	in = f->in = same ? open_input(f) : -1;
+	if ((in = f->in = same ? open_input(f) : -1) < 0 && same)
+		return -1;
 	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
 		if (n < 0)
-			fail_errno(input_name(f));
+			return failed_errno(input_name(f));
 		same = off + n <= f->st.st_size &&
 		    xpread(f->fd, cmpbuf, n, off) == n &&
 		    memcmp(buf, cmpbuf, n) == 0;
@@ -2538,11 +2570,21 @@ input_unchanged(struct file *f, int e)
 	if (in > STDIN_FILENO)
 		close(in);
 	f->in = -1;
-	if (!same || off != f->st.st_size || (opt.noempty && off == 0)) {
-		failed_temp(f, e);
-		give_up();
-	}
+	if (!same || off != f->st.st_size || (opt.noempty && off == 0))
+		return failed_temp(f, e);
 	return 1;
+}
+
+/*
+ * -C: 1 if the new file (FD, SIZE bytes, or -errno if there is none) is the
+ * old one, content and metadata; 0 if not; -1.
+ */
+static int
+same_as_old(struct file *f, int fd, off_t size)
+{
+	if (!opt.ifchanged)
+		return 0;
+	return fd < 0 ? input_unchanged(f, -fd) : unchanged(f, fd, size);
 }
 
 /* Step 4: metadata, on the descriptor, owner first (it clears set-id bits). */
@@ -3630,15 +3672,16 @@ static void
 prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
+	int same;
 
 	if (open_target(j) < 0 || decide_metadata(j) < 0)
-		give_up();
+		give_up(j);
 	j->flushes = plan_flushes(run, j);
-	if (create_temp(j, &j->newfd) < 0)
-		give_up();
-	size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0;
-	if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :
-	    unchanged(j, j->newfd, size))) {
+	if (create_temp(j, &j->newfd) < 0 ||
+	    (size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0) < 0 ||
+	    (same = same_as_old(j, j->newfd, size)) < 0)
+		give_up(j);
+	if (same) {
 		j->state = UNCHANGED;
 		block_signals();
 		unlinkat(j->dirfd, j->tmpname, 0);
@@ -3650,7 +3693,7 @@ prepare_job(struct run *run, struct file *j)
 		jobs[j->dir].flushdir |= (j->flushes & FL_OLD) != 0;
 	} else {
 		if (check_replaceable(j, 0) < 0)
-			give_up();
+			give_up(j);
 		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
 		if ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
@@ -4009,7 +4052,7 @@ main(int argc, char *argv[])
 {
 	struct file *f;
 	off_t size;
-	int fd, status;
+	int fd, same, status;
 
 	open_std_fds();
 	parse_options(argc, argv);
@@ -4022,23 +4065,23 @@ main(int argc, char *argv[])
 	add_job(opt.target, opt.input != NULL ? opt.input : "-");
 	f = &jobs[0];
 	if (resolve_target(f) < 0 || check_dir(f) < 0)
-		give_up();
+		give_up(f);
 	f->plan = fs_plan(f->dirfd, !opt.backup);
 	if ((opt.lock ? lock_target(f) : open_target(f)) < 0)
-		give_up();
+		give_up(f);
 	/* Before the command runs; -C first needs to know what changes. */
 	if ((!opt.ifchanged && check_replaceable(f, 1) < 0) ||
 	    decide_metadata(f) < 0)
-		give_up();
+		give_up(f);
 	f->flushes = plan_flushes(NULL, f);
-	if (create_temp(f, &fd) < 0)
-		give_up();
-	size = fd >= 0 ? fill_temp(f, fd) : 0;
-	if (opt.ifchanged && (fd < 0 ? input_unchanged(f, -fd) :
-	    unchanged(f, fd, size)))
+	if (create_temp(f, &fd) < 0 ||
+	    (size = fd >= 0 ? fill_temp(f, fd) : 0) < 0 ||
+	    (same = same_as_old(f, fd, size)) < 0)
+		give_up(f);
+	if (same)
 		return finish_unchanged(f);
 	if (opt.ifchanged && check_replaceable(f, 1) < 0)
-		give_up();
+		give_up(f);
 	apply_metadata(f, fd);
 	if (flush_data(fd, f->flushes) < 0)
 		fail(f->target, "cannot flush to disk: %s", strerror(errno));
@@ -4046,7 +4089,7 @@ main(int argc, char *argv[])
 		lock_new_file(f, fd);
 	block_signals();
 	if (link_backup(f) < 0)
-		give_up();
+		give_up(f);
 	status = commit(f, fd);
 	if (opt.printchanged)
 		status = print_changed(f->target, status);

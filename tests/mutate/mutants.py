@@ -31,12 +31,12 @@ M("pwrite-error-ignored", "copy_pread",
   [("if (xpwrite(out, buf, n, to + done) < 0)",
     "if (xpwrite(out, buf, n, to + done) < -1)")],
   "an error of pwrite to the temporary file is ignored", "write")
-M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
+M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\treturn failed_errno(inname);", "")],
   "a read error of the input is taken as end of file", "read")
-M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\tfail_errno(inname);", "")],
+M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\treturn failed_errno(inname);", "")],
   "a pread error of the input is taken as end of file", "read")
 M("splice-error-ignored", "copy_fd",
-  [("if (dest_error(errno) || errno == EIO)\n\t\t\tfail_write(f);", "")],
+  [("if (dest_error(errno) || errno == EIO)\n\t\t\treturn failed_write(f);", "")],
   "an ENOSPC or EIO from splice falls back to read(2) instead of failing",
   "write")
 M("cfr-error-ignored", "copy_span",
@@ -153,9 +153,9 @@ M("litter-backup-link", "remove_litter", [("unlink_litter(jobs[i].dirfd, jobs[i]
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
-M("litter-on-command-failure", "wait_command",
-  [("describe_status(f, opt.command[0], status);\n\tremove_litter(1);",
-    "describe_status(f, opt.command[0], status);")],
+M("litter-on-command-failure", "main",
+  [("(same = same_as_old(f, fd, size)) < 0)\n\t\tgive_up(f);",
+    "(same = same_as_old(f, fd, size)) < 0)\n\t\texit(f->status);")],
   "a failing command leaves the temporary file", "litter")
 M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
   "a temporary file that cannot be removed (read-only file system) is not named", "litter")
@@ -278,12 +278,12 @@ M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path, &w) 
 
 # --- command mode, signals and exit statuses
 M("command-status-lost", "wait_command",
-  [("exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) :\n\t    WEXITSTATUS(status));", "exit(1);")],
+  [("f->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) :\n\t    WEXITSTATUS(status);", "f->status = 1;")],
   "the command's exit status is not passed on", "status")
 M("command-failure-replaces", "wait_command",
   [("if (WIFEXITED(status) && WEXITSTATUS(status) == 0)", "if (1)")],
   "a failing command's output replaces the target", "command")
-M("exec-status", "exec_failed", [("exit(e == ENOENT ? 127 : 126);", "exit(126);")],
+M("exec-status", "exec_failed", [("f->status = e == ENOENT ? 127 : 126;", "f->status = 126;")],
   "a command not found exits 126", "status")
 M("signal-not-forwarded", "on_signal", [("kill(child, sig);", ";")],
   "a signal is not passed on to the command", "signals")
@@ -306,7 +306,7 @@ M("write-behind-no-wait", "write_behind",
   [("(*at > 0 && sync_range(fd, *at - WINDOW, WINDOW,\n\t\t    SYNC_RANGE_WAIT) < 0)", "0")],
   "the window before is not waited for: writeback is started but never bounded", "writeback")
 M("write-behind-error-ignored", "write_behind",
-  [("if (errno != ENOSYS)\n\t\t\t\tfail_write(f);", "")],
+  [("if (errno != ENOSYS)\n\t\t\t\treturn failed_write(f);", "")],
   "a write error reported by sync_file_range on a window is ignored (fsync then succeeds)",
   "writeback")
 M("write-behind-from-start", "write_behind", [("end >= BEHIND_FROM &&", "end >= 0 &&")],
@@ -320,7 +320,7 @@ M("holes-filled-size", "copy_regular",
 M("input-offset-ignored", "copy_fd", [("(start = lseek(in, 0, SEEK_CUR)) >= 0", "(start = 0) >= 0")],
   "a regular standard input is read from its start, not its offset", "read")
 M("growth-not-copied", "copy_regular",
-  [("end += copy_pread(f, in, end, out, base + end - start, MAX_OFF,\n\t    inname);",
+  [("if ((n = copy_pread(f, in, end, out, base + end - start, MAX_OFF,\n\t    inname)) < 0)\n\t\treturn -1;\n\tend += n;",
     ";")],
   "input beyond its size at the start (growing, or /sys) is cut", "read")
 
@@ -382,7 +382,7 @@ M("many-signals-not-held", "replace_many",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
-  [("if (opt.ifchanged && (j->newfd < 0 ? input_unchanged(j, -j->newfd) :\n\t    unchanged(j, j->newfd, size))) {", "if (0) {")],
+  [("if (same) {", "if (0) {")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))",
@@ -463,7 +463,7 @@ M("data-wait-enospc-falls-back", "flush_data",
   "ENOSPC or EDQUOT from the data wait is taken for \"no sync_file_range\":"
   " fsync then may succeed on pages the kernel dropped", "flush")
 M("write-behind-enospc-stops", "write_behind",
-  [("if (errno != ENOSYS)\n\t\t\t\tfail_write(f);", "if (errno == EIO)\n\t\t\t\tfail_write(f);")],
+  [("if (errno != ENOSYS)\n\t\t\t\treturn failed_write(f);", "if (errno == EIO)\n\t\t\t\treturn failed_write(f);")],
   "ENOSPC from a write-behind window silently stops the windows", "writeback")
 M("syncfs-version-from-5-9", "syncfs_reports",
   [("minor >= 8", "minor > 8")],
