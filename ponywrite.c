@@ -12,7 +12,7 @@
  *	3. fill_temp		copy the input (or run the command) into it,
  *				writing large input behind in windows
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
- *	5. flush_temp		fsync the temporary file, or where the journal
+ *	5. flush_new		fsync the temporary file, or where the journal
  *				orders it (ext4, XFS) or its flush after the
  *				rename carries it (btrfs) wait for its data
  *	6. commit		rename it over the target, fsync the directory
@@ -38,7 +38,6 @@
 #include <grp.h>
 #include <limits.h>
 #include <pwd.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -186,7 +185,6 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
  */
 static struct file *jobs;
 static size_t njobs;
-static sigjmp_buf *onfail;		/* fail() goes on from here */
 
 /*
  * Many files (-t, --batch): what the batch keeps besides its files, from one
@@ -288,25 +286,31 @@ unlink_litter(int dirfd, const char *dir, char *name, const char *what,
 	name[0] = '\0';
 }
 
+/* F's temporary file, hidden link and lock file, those that exist. */
+static void
+remove_file_litter(struct file *f, int tell)
+{
+	unlink_litter(f->dirfd, f->dirpath, f->tmpname, "temporary file",
+	    tell);
+	/* FL_KEEP_OLD's link of a target renamed already goes only after its
+	   directory's flush (drop_old_links). */
+	if (f->bakname != NULL && (opt.backup || f->state != REPLACED))
+		unlink_litter(f->dirfd, f->dirpath, f->bakname, "backup link",
+		    tell);
+	if (f->lockname != NULL)
+		unlink_litter(f->dirfd, f->dirpath, f->lockname, "lock file",
+		    tell);
+}
+
+/* Every target's: on the way out, and from the signal handler. */
 static void
 remove_litter(int tell)
 {
 	int e = errno;
 	size_t i;
 
-	for (i = 0; i < njobs; i++) {
-		unlink_litter(jobs[i].dirfd, jobs[i].dirpath, jobs[i].tmpname,
-		    "temporary file", tell);
-		/* FL_KEEP_OLD's link of a target renamed already goes only
-		   after its directory's flush (drop_old_links). */
-		if (jobs[i].bakname != NULL &&
-		    (opt.backup || jobs[i].state != REPLACED))
-			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
-			    jobs[i].bakname, "backup link", tell);
-		if (jobs[i].lockname != NULL)
-			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
-			    jobs[i].lockname, "lock file", tell);
-	}
+	for (i = 0; i < njobs; i++)
+		remove_file_litter(&jobs[i], tell);
 	errno = e;
 }
 
@@ -384,15 +388,12 @@ failed_errno(const char *path)
 
 /*
  * After a failure of F (or of the run, NULL) was reported: remove what
- * exists, and go on with the next target (a batch's run_step) or exit with
- * F's status.
+ * exists and exit with F's status.
  */
 static _Noreturn void
 give_up(const struct file *f)
 {
 	remove_litter(1);
-	if (onfail != NULL)
-		siglongjmp(*onfail, 1);
 	exit(f != NULL ? f->status : opt.failstatus);
 }
 
@@ -1893,7 +1894,7 @@ lock_target(struct file *f)
  * that opens it waits until we exit (-b renames once more after it).  The
  * duplicate holds the lock once commit closes FD.
  */
-static void
+static int
 lock_new_file(const struct file *f, int fd)
 {
 	int dup, r = -1;
@@ -1902,7 +1903,8 @@ lock_new_file(const struct file *f, int fd)
 		while ((r = flock(dup, LOCK_EX | LOCK_NB)) < 0 && errno == EINTR)
 			;
 	if (r < 0)
-		fail(f->target, "cannot lock: %s", strerror(errno));
+		return failed(f->target, "cannot lock: %s", strerror(errno));
+	return 0;
 }
 
 /*
@@ -2624,20 +2626,20 @@ old_xattr(const struct file *f, const char *name, char *val, size_t n)
 }
 #endif
 
-static _Noreturn void
-fail_xattr(const struct file *f, const char *name)
+static int
+failed_xattr(const struct file *f, const char *name)
 {
 	if (f->pathonly && errno == ENOENT)
-		fail(f->target, "cannot read its attributes: the file is not"
-		    " readable and /proc is not mounted");
+		return failed(f->target, "cannot read its attributes: the file"
+		    " is not readable and /proc is not mounted");
 	if (f->pathonly && errno == EACCES)
-		fail(f->target, "cannot keep attribute %s: %s (the file is"
-		    " not readable)", name, strerror(errno));
+		return failed(f->target, "cannot keep attribute %s: %s (the"
+		    " file is not readable)", name, strerror(errno));
 	if (strcmp(name, "security.capability") == 0 && errno == EPERM)
-		fail(f->target, "cannot keep its file capabilities: %s (setting"
-		    " them needs CAP_SETFCAP; setcap -r drops them first)",
-		    strerror(errno));
-	fail(f->target, "cannot keep attribute %s: %s", name,
+		return failed(f->target, "cannot keep its file capabilities:"
+		    " %s (setting them needs CAP_SETFCAP; setcap -r drops them"
+		    " first)", strerror(errno));
+	return failed(f->target, "cannot keep attribute %s: %s", name,
 	    strerror(errno));
 }
 
@@ -2662,53 +2664,65 @@ keep_xattr(const struct file *f, const char *name)
 	return 0;
 }
 
-/*
- * The POSIX ACL, user.* attributes, file capabilities and SELinux context of
- * the old file, and nothing else: an ACL the temporary file inherited from
- * the directory's default goes.
- */
-static void
-copy_xattrs(const struct file *f, int to)
-{
 #ifdef HAVE_XATTR
-	ssize_t n, len;
-	char *list, *name, *val;
+/* The old file's attribute NAME onto TO, if it has it. */
+static int
+copy_xattr(const struct file *f, const char *name, int to)
+{
+	ssize_t len;
+	char *val;
+	int r = 0;
 
-	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
-	    errno != ENODATA && errno != ENOTSUP)
-		fail(f->target, "cannot remove the inherited ACL: %s",
-		    strerror(errno));
-	if ((n = old_xattr(f, NULL, NULL, 0)) <= 0) {
-		if (n < 0 && errno != ENOTSUP)
-			fail_xattr(f, "list");
-		return;
-	}
-	list = xmalloc(n);
-	if ((n = old_xattr(f, NULL, list, n)) < 0)
-		fail_xattr(f, "list");
-	for (name = list; name < list + n; name += strlen(name) + 1) {
-		if (!keep_xattr(f, name))
-			continue;
-		if ((len = old_xattr(f, name, NULL, 0)) < 0) {
-			if (errno == ENODATA)
-				continue;
-			fail_xattr(f, name);
-		}
-		val = xmalloc(len + 1);
-		if ((len = old_xattr(f, name, val, len)) < 0)
-			fail_xattr(f, name);
+	if ((len = old_xattr(f, name, NULL, 0)) < 0)
+		return errno == ENODATA ? 0 : failed_xattr(f, name);
+	val = xmalloc(len + 1);
+	if ((len = old_xattr(f, name, val, len)) < 0)
+		r = failed_xattr(f, name);
+	else {
 		if (strcmp(name, "system.posix_acl_access") == 0)
 			acl_apply_mode((unsigned char *)val, len,
 			    f->meta.mode);
 		if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||
 		    strncmp(name, "security.", 9) == 0))
-			fail_xattr(f, name);
-		free(val);
+			r = failed_xattr(f, name);
 	}
+	free(val);
+	return r;
+}
+#endif
+
+/*
+ * The POSIX ACL, user.* attributes, file capabilities and SELinux context of
+ * the old file, and nothing else: an ACL the temporary file inherited from
+ * the directory's default goes.
+ */
+static int
+copy_xattrs(const struct file *f, int to)
+{
+#ifdef HAVE_XATTR
+	ssize_t n;
+	char *list, *name;
+	int r = 0;
+
+	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
+	    errno != ENODATA && errno != ENOTSUP)
+		return failed(f->target, "cannot remove the inherited ACL: %s",
+		    strerror(errno));
+	if ((n = old_xattr(f, NULL, NULL, 0)) <= 0)
+		return n < 0 && errno != ENOTSUP ? failed_xattr(f, "list") : 0;
+	list = xmalloc(n);
+	if ((n = old_xattr(f, NULL, list, n)) < 0)
+		r = failed_xattr(f, "list");
+	for (name = list; r == 0 && name < list + n;
+	    name += strlen(name) + 1)
+		if (keep_xattr(f, name))
+			r = copy_xattr(f, name, to);
 	free(list);
+	return r;
 #else
 	(void)f;
 	(void)to;
+	return 0;
 #endif
 }
 
@@ -2719,56 +2733,57 @@ copy_xattrs(const struct file *f, int to)
  */
 static int mount_of(int, char *, size_t, char *, size_t);
 
-static void
-fail_modeless(const struct file *f, const struct stat *st)
+static int
+failed_modeless(const struct file *f, const struct stat *st)
 {
 	char type[64] = "?", opts[256];
 
 	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
-	fail(f->target, "cannot set mode %04o: this file system (%s) made it"
-	    " %04o; it does not keep Unix modes", (unsigned)f->meta.mode,
-	    type, (unsigned)(st->st_mode & 07777));
+	return failed(f->target, "cannot set mode %04o: this file system (%s)"
+	    " made it %04o; it does not keep Unix modes",
+	    (unsigned)f->meta.mode, type, (unsigned)(st->st_mode & 07777));
 }
 
 /* The kernel may refuse a bit (set-group-ID outside the group): say so. */
-static void
+static int
 set_mode(const struct file *f, int fd)
 {
 	struct stat st;
 
 	if (fchmod(fd, f->meta.mode) < 0)
-		fail(f->target, "cannot set mode: %s", strerror(errno));
+		return failed(f->target, "cannot set mode: %s",
+		    strerror(errno));
 	if (fstat(fd, &st) < 0)
-		fail_errno(f->target);
+		return failed_errno(f->target);
 	if ((st.st_mode & 07777) == f->meta.mode)
-		return;
+		return 0;
 	if (!(f->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
 		if (!f->regular && opt.mode == NULL)
-			return;		/* what open(2) gives */
-		fail_modeless(f, &st);
+			return 0;	/* what open(2) gives */
+		return failed_modeless(f, &st);
 	}
-	fail(f->target, "cannot set mode %04o: the system made it %04o, as"
-	    " set-group-ID needs membership of the file's group (use -m to"
-	    " choose a mode)", (unsigned)f->meta.mode,
+	return failed(f->target, "cannot set mode %04o: the system made it"
+	    " %04o, as set-group-ID needs membership of the file's group (use"
+	    " -m to choose a mode)", (unsigned)f->meta.mode,
 	    (unsigned)(st.st_mode & 07777));
 }
 
-static void
+static int
 apply_metadata(const struct file *f, int fd)
 {
 	if ((f->meta.uid != (uid_t)-1 || f->meta.gid != (gid_t)-1) &&
 	    fchown(fd, f->meta.uid, f->meta.gid) < 0) {
 		if (errno == EPERM && f->regular)
-			fail(f->target, "cannot keep owner %lu and group %lu:"
-			    " %s (use -o and -g to choose them)",
+			return failed(f->target, "cannot keep owner %lu and"
+			    " group %lu: %s (use -o and -g to choose them)",
 			    (unsigned long)f->meta.uid,
 			    (unsigned long)f->meta.gid, strerror(errno));
-		fail(f->target, "cannot set owner and group: %s",
+		return failed(f->target, "cannot set owner and group: %s",
 		    strerror(errno));
 	}
-	if (f->regular)
-		copy_xattrs(f, fd);
-	set_mode(f, fd);
+	if (f->regular && copy_xattrs(f, fd) < 0)
+		return -1;
+	return set_mode(f, fd);
 }
 
 /*
@@ -3017,6 +3032,16 @@ flush_data(int fd, int flushes)
 	(void)flushes;
 #endif
 	return flush_fd(fd);
+}
+
+/* Step 5 for F's new file FD. */
+static int
+flush_new(const struct file *f, int fd)
+{
+	if (flush_data(fd, f->flushes) < 0)
+		return failed(f->target, "cannot flush to disk: %s",
+		    strerror(errno));
+	return 0;
 }
 
 /*
@@ -3312,18 +3337,22 @@ rename_backup(struct file *f)
 	return 0;
 }
 
-/* Rename the temporary file TMP over the target, and -b's link to TARGET~. */
+/*
+ * Rename the temporary file TMP over the target, and -b's link to TARGET~:
+ * 0, 1 if the target was replaced but not the backup, -1 if the target was
+ * not replaced.
+ */
 static int
 rename_over(struct file *f, char *tmp)
 {
 	if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {
 		if (errno == EBUSY)
-			fail(f->target, "is a mount point and cannot be"
-			    " replaced: %s", strerror(errno));
-		fail_errno(f->target);
+			return failed(f->target, "is a mount point and cannot"
+			    " be replaced: %s", strerror(errno));
+		return failed_errno(f->target);
 	}
 	tmp[0] = '\0';
-	return rename_backup(f);
+	return rename_backup(f) < 0 ? 1 : 0;
 }
 
 /*
@@ -3405,12 +3434,15 @@ drop_old_links(void)
 	return status;
 }
 
-/* Step 6: rename over the target, then flush the directory. */
+/*
+ * Step 6: rename over the target, then flush the directory.  The exit
+ * status, or -1 if the target was not replaced.
+ */
 static int
 commit(struct file *f, int fd)
 {
 	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
-	int status = 0;
+	int status = 0, r;
 
 	/* The rename made durable: by the directory's flush (FL_DIR);
 	   PLAN_FILELOG: by the new file's instead (FL_FILE_AFTER); PLAN_FUSE:
@@ -3419,16 +3451,22 @@ commit(struct file *f, int fd)
 	   flushed through FD, kept open across the rename (FL_KEEPFD): its
 	   mode may not let it be opened again. */
 	if (!(f->flushes & FL_KEEPFD)) {
-		if (close(fd) < 0)
-			fail_errno(f->target);
+		r = close(fd);
 		fd = -1;
+		if (r < 0)
+			return failed_errno(f->target);
 	}
 	/* A FUSE server hides a file still open when it is renamed over. */
 	if (f->fd >= 0 && !opt.lock) {
 		close(f->fd);
 		f->fd = -1;
 	}
-	if (rename_over(f, f->tmpname) < 0)
+	if ((r = rename_over(f, f->tmpname)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (r > 0)
 		status = late;
 	if ((f->flushes & FL_DIR) && flush_fd(f->dirfd) < 0) {
 		warnx(f->target, "replaced, but flushing directory %s failed:"
@@ -3467,9 +3505,11 @@ finish_unchanged(const struct file *f)
 {
 	remove_litter(1);
 	if ((f->flushes & FL_OLD) &&
-	    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))
-		fail(f->target, "unchanged, but cannot flush it to disk: %s",
+	    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0)) {
+		failed(f->target, "unchanged, but cannot flush it to disk: %s",
 		    strerror(errno));
+		return f->status;
+	}
 	if (opt.verbose)
 		warnx(f->target, "unchanged");
 	return 0;
@@ -3503,11 +3543,10 @@ print_changed(const char *target, int status)
  *	   flush_dirs		one flush per file system (its directory, or
  *				syncfs if its targets are in several)
  *
- * A failure before step 6 replaces nothing.  fail() comes back to the loop,
- * so that each failure is named; the temporary files are then all removed.
+ * A failure before step 6 replaces nothing.  A step that fails returns to
+ * the loop, which goes on with the next target, so that each failure is
+ * named; the temporary files are then all removed.
  */
-
-static sigjmp_buf jobfail;
 
 /*
  * syncfs(2) reports write-back errors since Linux 5.8; before that, only a
@@ -3541,7 +3580,7 @@ flush_fs(int fd)
 #endif
 }
 
-/* What fail() left open. */
+/* The descriptors a target's steps keep open, closed. */
 static void
 drop_job(struct file *f)
 {
@@ -3683,20 +3722,23 @@ check_job_dir(struct file *j)
 	return check_dir(j);
 }
 
-/* Steps 2 to 4; the new file waits, closed, under its temporary name. */
-static void
+/*
+ * Steps 2 to 5; the new file waits, closed, under its temporary name.  What
+ * a failure leaves, abandon removes.
+ */
+static int
 prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
 	int same;
 
 	if (open_target(j) < 0 || decide_metadata(j) < 0)
-		give_up(j);
+		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (create_temp(j, &j->newfd) < 0 ||
 	    (size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(j, j->newfd, size)) < 0)
-		give_up(j);
+		return -1;
 	if (same) {
 		j->state = UNCHANGED;
 		block_signals();
@@ -3704,18 +3746,16 @@ prepare_job(struct run *run, struct file *j)
 		j->tmpname[0] = '\0';
 		unblock_signals();
 		if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)
-			fail(j->target, "unchanged, but cannot flush it to"
-			    " disk: %s", strerror(errno));
+			return failed(j->target, "unchanged, but cannot flush"
+			    " it to disk: %s", strerror(errno));
 		jobs[j->dir].flushdir |= (j->flushes & FL_OLD) != 0;
 	} else {
-		if (check_replaceable(j, 0) < 0)
-			give_up(j);
-		apply_metadata(j, j->newfd);
 		/* Where the journal orders data, waiting for it is enough. */
-		if ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
-		    flush_data(j->newfd, j->flushes) < 0)
-			fail(j->target, "cannot flush to disk: %s",
-			    strerror(errno));
+		if (check_replaceable(j, 0) < 0 ||
+		    apply_metadata(j, j->newfd) < 0 ||
+		    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
+		    flush_new(j, j->newfd) < 0))
+			return -1;
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
 		if (j->flushes & FL_START)
@@ -3734,10 +3774,11 @@ prepare_job(struct run *run, struct file *j)
 	}
 	if (j->newfd >= 0 && close(j->newfd) < 0) {
 		j->newfd = -1;
-		fail_errno(j->target);
+		return failed_errno(j->target);
 	}
 	j->newfd = -1;
 	drop_job(j);
+	return 0;
 }
 
 /*
@@ -3802,14 +3843,19 @@ flush_new_files(void)
 /* -b: job J's hidden link, made before any target is renamed. */
 
 /* Step 6 for one file. */
-static void
+static int
 rename_job(struct run *run, struct file *j)
 {
-	if (rename_over(j, j->tmpname) < 0)
+	int r = rename_over(j, j->tmpname);
+
+	if (r < 0)
+		return -1;
+	if (r > 0)
 		run->lostbackup = 3;
 	j->state = REPLACED;
 	if (j->flushes & FL_DIR)
 		jobs[j->dir].flushdir = 1;
+	return 0;
 }
 
 /* On FUSE, each renamed file too (flush_named); the directories are done. */
@@ -3866,13 +3912,13 @@ flush_dirs(void)
 }
 
 /*
- * A target that failed: remove what exists, as fail() does, and close what
- * it left open.
+ * A target whose step failed (and said why): what it made is removed, what
+ * it opened closed.  The others go on, so that every failure is named.
  */
 static size_t
-fail_job(struct file *j)
+abandon(struct file *j)
 {
-	remove_litter(1);
+	remove_file_litter(j, 1);
 	drop_job(j);
 	j->state = FAILED;
 	return 1;
@@ -3880,12 +3926,12 @@ fail_job(struct file *j)
 
 /* One that failed in resolve_job: its directory is not shared yet. */
 static size_t
-fail_resolve(struct file *j)
+abandon_resolved(struct file *j)
 {
 	if (j->dirfd >= 0)
 		close(j->dirfd);
 	j->dirfd = -1;
-	return fail_job(j);
+	return abandon(j);
 }
 
 /* How it ended, for each target; stdout for --print-changed. */
@@ -3912,21 +3958,6 @@ report_jobs(size_t done, size_t left, int status)
 		return 4;
 	}
 	return status;
-}
-
-/* Run STEP for job J of RUN; 0 if it failed (fail() comes back here). */
-static int
-run_step(void (*step)(struct run *, struct file *), struct run *run,
-    struct file *j)
-{
-	if (sigsetjmp(jobfail, 1) != 0) {
-		onfail = NULL;
-		return 0;
-	}
-	onfail = &jobfail;
-	step(run, j);
-	onfail = NULL;
-	return 1;
 }
 
 static int
@@ -3999,7 +4030,7 @@ prepare_renames(void)
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == READY && link_backup(&jobs[i]) < 0)
-			nfailed += fail_job(&jobs[i]);
+			nfailed += abandon(&jobs[i]);
 	return nfailed;
 }
 
@@ -4018,15 +4049,14 @@ replace_many(void)
 	make_dirtab(&run);
 	for (i = 0; i < njobs; i++)
 		if (resolve_job(&run, &jobs[i]) < 0)
-			nfailed += fail_resolve(&jobs[i]);
+			nfailed += abandon_resolved(&jobs[i]);
 	check_duplicates();
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && check_job_dir(&jobs[i]) < 0)
-			nfailed += fail_job(&jobs[i]);
+			nfailed += abandon(&jobs[i]);
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO &&
-		    !run_step(prepare_job, &run, &jobs[i]))
-			nfailed += fail_job(&jobs[i]);
+		if (jobs[i].state == TODO && prepare_job(&run, &jobs[i]) < 0)
+			nfailed += abandon(&jobs[i]);
 	if (nfailed == 0)
 		nfailed = prepare_renames();
 	if (nfailed > 0)
@@ -4037,9 +4067,10 @@ replace_many(void)
 		flush_new_files();
 	block_signals();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY &&
-		    !run_step(rename_job, &run, &jobs[i]))
+		if (jobs[i].state == READY && rename_job(&run, &jobs[i]) < 0) {
+			remove_litter(1);
 			break;
+		}
 	for (i = 0; i < njobs; i++) {
 		done += jobs[i].state == REPLACED;
 		left += jobs[i].state == READY;
@@ -4098,15 +4129,12 @@ main(int argc, char *argv[])
 		return finish_unchanged(f);
 	if (opt.ifchanged && check_replaceable(f, 1) < 0)
 		give_up(f);
-	apply_metadata(f, fd);
-	if (flush_data(fd, f->flushes) < 0)
-		fail(f->target, "cannot flush to disk: %s", strerror(errno));
-	if (opt.lock)
-		lock_new_file(f, fd);
-	block_signals();
-	if (link_backup(f) < 0)
+	if (apply_metadata(f, fd) < 0 || flush_new(f, fd) < 0 ||
+	    (opt.lock && lock_new_file(f, fd) < 0))
 		give_up(f);
-	status = commit(f, fd);
+	block_signals();
+	if (link_backup(f) < 0 || (status = commit(f, fd)) < 0)
+		give_up(f);
 	if (opt.printchanged)
 		status = print_changed(f->target, status);
 	remove_litter(1);

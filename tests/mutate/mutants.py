@@ -42,7 +42,7 @@ M("splice-error-ignored", "copy_fd",
 M("cfr-error-ignored", "copy_span",
   [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
   "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
-M("close-error-ignored", "commit", [("if (close(fd) < 0)", "if (close(fd) < -1)")],
+M("close-error-ignored", "commit", [("\t\tif (r < 0)\n\t\t\treturn failed_errno(f->target);", "\t\tif (r < -1)\n\t\t\treturn failed_errno(f->target);")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "rename_over",
   [("if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {",
@@ -50,10 +50,10 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "main", [("if (flush_data(fd, f->flushes) < 0)", "if (0)")],
+M("no-data-flush", "main", [("flush_new(f, fd) < 0", "0")],
   "the temporary file is not flushed before the rename", "flush")
 M("data-flush-error-ignored", "main",
-  [("if (flush_data(fd, f->flushes) < 0)", "if (flush_data(fd, f->flushes) < -1)")],
+  [("flush_new(f, fd) < 0", "flush_new(f, fd) < -1")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
@@ -70,8 +70,7 @@ M("file-flush-status-0", "commit",
   [("strerror(errno));\n\t\treturn late;\n\t}\n\tif (drop_old_link(f)", "strerror(errno));\n\t\treturn 0;\n\t}\n\tif (drop_old_link(f)")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "main",
-  [("apply_metadata(f, fd);\n\tif (flush_data(fd, f->flushes) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));",
-    "if (flush_data(fd, f->flushes) < 0)\n\t\tfail(f->target, \"cannot flush to disk: %s\", strerror(errno));\n\tapply_metadata(f, fd);")],
+  [("if (apply_metadata(f, fd) < 0 || flush_new(f, fd) < 0 ||", "if (flush_new(f, fd) < 0 || apply_metadata(f, fd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
@@ -80,7 +79,7 @@ M("unchanged-not-flushed", "finish_unchanged",
   [("if ((f->flushes & FL_OLD) &&\n\t    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
 M("nosync-skips-data-flush", "main",
-  [("if (flush_data(fd, f->flushes) < 0)", "if (opt.sync && flush_data(fd, f->flushes) < 0)")],
+  [("flush_new(f, fd) < 0", "(opt.sync && flush_new(f, fd) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
@@ -109,8 +108,8 @@ M("fuse-renamed-file-not-flushed", "plan_flushes",
 M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
   [("if (jobs[i].state != REPLACED ||\n\t\t    !(jobs[i].flushes & FL_FILE_AFTER)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
-M("failed-rename-drops-kept-links", "remove_litter",
-  [("(opt.backup || jobs[i].state != REPLACED)", "1")],
+M("failed-rename-drops-kept-links", "remove_file_litter",
+  [("(opt.backup || f->state != REPLACED)", "1")],
   "no journal: a rename failing half-way through a batch removes the old files'"
   " links of the targets renamed before the directory is flushed (a power cut"
   " can then lose them)", "many")
@@ -149,7 +148,7 @@ M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLL
   "the command inherits the temporary file's descriptor", "open")
 # litter-temp is retired: the one-file form's temporary file is jobs[0]'s,
 # so its edit would be many-litter's.
-M("litter-backup-link", "remove_litter", [("unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].bakname,", "if (0) unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].bakname,")],
+M("litter-backup-link", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->bakname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->bakname,")],
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
@@ -162,14 +161,14 @@ M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOE
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
-  [("\tset_mode(f, fd);\n", "\n"), ("\tif ((f->meta.uid", "\tset_mode(f, fd);\n\tif ((f->meta.uid")],
+  [("\treturn set_mode(f, fd);\n", "\treturn 0;\n"), ("\tif ((f->meta.uid", "\tif (set_mode(f, fd) < 0)\n\t\treturn -1;\n\tif ((f->meta.uid")],
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
-M("xattrs-not-copied", "apply_metadata", [("copy_xattrs(f, fd);", ";")],
+M("xattrs-not-copied", "apply_metadata", [("if (f->regular && copy_xattrs(f, fd) < 0)", "if (0)")],
   "ACL and user.* attributes are not kept", "metadata")
 M("inherited-acl-kept", "copy_xattrs",
   [("if (fremovexattr(to, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
   "a directory's default ACL leaks onto a replaced file", "metadata")
-M("acl-mode-not-applied", "copy_xattrs",
+M("acl-mode-not-applied", "copy_xattr",
   [("acl_apply_mode((unsigned char *)val, len,\n\t\t\t    f->meta.mode);", ";")],
   "a kept ACL is set with the old permission bits before the mode", "metadata",
   equivalent="the fchmod that follows gives the ACL the same bits; the only difference is a moment before it, with the temporary file's owner alone having access")
@@ -239,7 +238,7 @@ M("temp-name-cut-in-char", "hidden_name",
   [("while (keep > 0 && (whole[keep] & 0xc0) == 0x80)", "while (0)")],
   "the temporary name is cut inside a UTF-8 character (NTFS refuses it)", "open")
 M("modeless-new-file-refused", "set_mode",
-  [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn;", "")],
+  [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn 0;", "")],
   "a new file on NTFS is refused for the mode the file system gives it", "metadata")
 M("proc-links-followed", "follow_link", [("check_proc_link(f) < 0 || ", "")],
   "/dev/stdout and /proc/self/fd/N are followed as paths", "links")
@@ -266,7 +265,7 @@ M("backup-not-made", "link_backup", [("if (!f->exists || (!opt.backup && !(f->fl
   "-b makes no backup", "backup")
 M("backup-renamed-first", "rename_over",
   [("{\n\tif (renameat(", "{\n\tint r = rename_backup(f);\n\n\tif (renameat("),
-   ("return rename_backup(f);", "return r;")],
+   ("return rename_backup(f) < 0 ? 1 : 0;", "return r < 0 ? 1 : 0;")],
   "-b renames the backup to TARGET~ before the target's rename", "backup")
 M("backup-hidden-left", "rename_backup",
   [("if (fstatat(f->dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(f->dirfd, f->bakname, 0);", "")],
@@ -292,7 +291,7 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("signals-not-held-at-rename", "main", [("block_signals();\n\tif (link_backup(f) < 0)", "if (link_backup(f) < 0)")],
+M("signals-not-held-at-rename", "main", [("block_signals();\n\tif (link_backup(f) < 0 ||", "if (link_backup(f) < 0 ||")],
   "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
@@ -334,9 +333,9 @@ M("lock-stale-inode", "lock_once",
 M("append-without-lock", "parse_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
-M("lock-gap-at-rename", "main", [("if (opt.lock)\n\t\tlock_new_file(f, fd);", "")],
+M("lock-gap-at-rename", "main", [(" ||\n\t    (opt.lock && lock_new_file(f, fd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
-M("lock-file-left", "remove_litter", [("unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].lockname,", "if (0) unlink_litter(jobs[i].dirfd, jobs[i].dirpath,\n\t\t\t    jobs[i].lockname,")],
+M("lock-file-left", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->lockname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
 M("lock-wait-forever", "wait_lock",
   [("if (lock_timeout || errno == EWOULDBLOCK)", "if (0)")],
@@ -363,16 +362,16 @@ M("many-dir-flush-status-0", "replace_many", [("status = 3;", "status = 0;")],
 M("many-failure-renames-others", "replace_many", [("if (nfailed > 0)", "if (0)")],
   "a target that failed does not stop the others from being renamed", "many")
 M("many-rename-failure-goes-on", "replace_many",
-  [("!run_step(rename_job, &run, &jobs[i]))\n\t\t\tbreak;",
-    "!run_step(rename_job, &run, &jobs[i]))\n\t\t\tcontinue;")],
+  [("rename_job(&run, &jobs[i]) < 0) {\n\t\t\tremove_litter(1);\n\t\t\tbreak;\n\t\t}",
+    "rename_job(&run, &jobs[i]) < 0)\n\t\t\tcontinue;")],
   "after a failed rename the remaining targets are still renamed", "many")
 M("many-partial-status-1", "report_jobs", [("return 4;", "return 1;")],
   "a batch stopped half way exits 1, as if nothing was replaced", "many")
 M("many-duplicates-allowed", "check_duplicates",
   [("if (by_place(&v[i - 1], &v[i]) == 0) {", "if (0) {")],
   "a target given twice is replaced twice", "many")
-M("many-litter", "remove_litter",
-  [("\t\tunlink_litter(jobs[i].dirfd,", "\t\tif (0) unlink_litter(jobs[i].dirfd,")],
+M("many-litter", "remove_file_litter",
+  [("\tunlink_litter(f->dirfd, f->dirpath, f->tmpname,", "\tif (0) unlink_litter(f->dirfd, f->dirpath, f->tmpname,")],
   "the temporary files are left behind on failure (one file's, or every"
   " target's of a batch)", "many")
 M("many-no-writeback", "prepare_job",
@@ -434,7 +433,7 @@ M("p-reads-on-the-way", "make_parents",
 M("caps-dropped", "keep_xattr",
   [("if (f->meta.uid == f->st.st_uid && f->meta.gid == f->st.st_gid)\n\t\treturn 1;", "")],
   "file capabilities are dropped on every replace", "metadata")
-M("caps-eperm-ignored", "copy_xattrs",
+M("caps-eperm-ignored", "copy_xattr",
   [("if (fsetxattr(to, name, val, len, 0) < 0 && (errno != ENOTSUP ||", "if (fsetxattr(to, name, val, len, 0) < 0 && errno != EPERM && (errno != ENOTSUP ||")],
   "a user's file loses its capabilities silently", "metadata")
 M("write-behind-not-reset", "write_behind",
