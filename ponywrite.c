@@ -3667,7 +3667,7 @@ by_place(const void *a, const void *b)
  * -b: a target that is another's TARGET~ would be renamed over twice, and
  * one of its two new versions lost.  V holds the N targets, sorted.
  */
-static void
+static int
 check_backup_names(struct file **v, size_t n)
 {
 	char name[2 * NAME_MAX + 2];
@@ -3682,22 +3682,25 @@ check_backup_names(struct file **v, size_t n)
 			continue;
 		warnx((*hit)->target, "is also the backup name of %s (-b); a"
 		    " target cannot be another target's backup", v[i]->target);
-		exit(2);
+		return -1;
 	}
+	return 0;
 }
 
 /* Two names of one target would be two renames racing: a usage error. */
-static void
+/* A target given twice, or as another's backup: a usage error, -1. */
+static int
 check_duplicates(void)
 {
 	struct file **v = xmalloc(njobs * sizeof *v);
 	size_t i, n = 0;
+	int r = 0;
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state != FAILED)
 			v[n++] = &jobs[i];
 	qsort(v, n, sizeof *v, by_place);
-	for (i = 1; i < n; i++)
+	for (i = 1; r == 0 && i < n; i++)
 		if (by_place(&v[i - 1], &v[i]) == 0) {
 			if (strcmp(v[i]->target, v[i - 1]->target) == 0)
 				warnx(v[i]->target, "given twice; each target"
@@ -3706,10 +3709,12 @@ check_duplicates(void)
 				warnx(v[i]->target, "the same target as %s;"
 				    " each target can be given once",
 				    v[i - 1]->target);
-			exit(2);
+			r = -1;
 		}
-	check_backup_names(v, n);
+	if (r == 0)
+		r = check_backup_names(v, n);
 	free(v);
+	return r;
 }
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
@@ -3819,7 +3824,7 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 }
 
 /* Step 5: every new file durable before the first rename. */
-static void
+static int
 flush_new_files(void)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
@@ -3833,11 +3838,13 @@ flush_new_files(void)
 			continue;	/* its file system is flushed */
 		if (flush_fs(jobs[i].dirfd) < 0) {
 			free(fs);
-			fail(jobs[i].dirpath, "cannot flush the new files to"
-			    " disk: %s; nothing replaced", strerror(errno));
+			return failed(jobs[i].dirpath, "cannot flush the new"
+			    " files to disk: %s; nothing replaced",
+			    strerror(errno));
 		}
 	}
 	free(fs);
+	return 0;
 }
 
 /* -b: job J's hidden link, made before any target is renamed. */
@@ -3993,18 +4000,19 @@ folds_case(const struct file *j)
 	    fstatat(j->dirfd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-/* Two names, one file where case is ignored: given twice (exit 2). */
-static void
+/* Two names, one file where case is ignored: given twice, -1 (exit 2). */
+static int
 check_case_duplicates(void)
 {
 	struct file **v = xmalloc(njobs * sizeof *v), *j;
 	size_t i, n = 0;
+	int r = 0;
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == READY || jobs[i].state == UNCHANGED)
 			v[n++] = &jobs[i];
 	qsort(v, n, sizeof *v, by_folded_place);
-	for (i = 1; i < n; i++) {
+	for (i = 1; r == 0 && i < n; i++) {
 		if (by_folded_place(&v[i - 1], &v[i]) != 0)
 			continue;
 		j = v[i]->state == READY ? v[i] : v[i - 1];
@@ -4012,11 +4020,11 @@ check_case_duplicates(void)
 			warnx(v[i]->target, "the same file as %s on this file"
 			    " system, which ignores case; each target can be"
 			    " given once", v[i - 1]->target);
-			remove_litter(1);
-			exit(2);
+			r = -1;
 		}
 	}
 	free(v);
+	return r;
 }
 
 /*
@@ -4034,40 +4042,52 @@ prepare_renames(void)
 	return nfailed;
 }
 
-/* The many-files forms; the exit status. */
+/*
+ * Steps 1 to 5 for every target, and what must hold before the first
+ * rename: 0, or the exit status of a run that replaces nothing.
+ */
 static int
-replace_many(void)
+prepare_all(struct run *run)
 {
-	struct run run = { 0 };
-	size_t i, nfailed = 0, done = 0, left = 0;
-	int status = 0;
+	size_t i, nfailed = 0;
 
-	if (opt.batch != NULL)
-		jobs_from_list(&run);
-	check_sources();
-	run.perfile = !syncfs_reports();
-	make_dirtab(&run);
 	for (i = 0; i < njobs; i++)
-		if (resolve_job(&run, &jobs[i]) < 0)
+		if (resolve_job(run, &jobs[i]) < 0)
 			nfailed += abandon_resolved(&jobs[i]);
-	check_duplicates();
+	if (check_duplicates() < 0)
+		return 2;
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && check_job_dir(&jobs[i]) < 0)
 			nfailed += abandon(&jobs[i]);
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO && prepare_job(&run, &jobs[i]) < 0)
+		if (jobs[i].state == TODO && prepare_job(run, &jobs[i]) < 0)
 			nfailed += abandon(&jobs[i]);
 	if (nfailed == 0)
 		nfailed = prepare_renames();
-	if (nfailed > 0)
-		fail(NULL, "nothing replaced: %zu of %zu targets failed",
+	if (nfailed > 0) {
+		failed(NULL, "nothing replaced: %zu of %zu targets failed",
 		    nfailed, njobs);
-	check_case_duplicates();
-	if (!run.perfile)
-		flush_new_files();
+		return opt.failstatus;
+	}
+	return check_case_duplicates() < 0 ? 2 : 0;
+}
+
+/*
+ * The new files flushed (one syncfs per file system), step 6 for every
+ * target, then the directories' flushes; the exit status.  Signals stay
+ * blocked if nothing was replaced, as they were when that failed.
+ */
+static int
+commit_all(struct run *run)
+{
+	size_t i, done = 0, left = 0;
+	int status = 0;
+
+	if (!run->perfile && flush_new_files() < 0)
+		return opt.failstatus;
 	block_signals();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY && rename_job(&run, &jobs[i]) < 0) {
+		if (jobs[i].state == READY && rename_job(run, &jobs[i]) < 0) {
 			remove_litter(1);
 			break;
 		}
@@ -4075,8 +4095,10 @@ replace_many(void)
 		done += jobs[i].state == REPLACED;
 		left += jobs[i].state == READY;
 	}
-	if (left > 0 && done == 0)
-		fail(NULL, "nothing replaced");
+	if (left > 0 && done == 0) {
+		failed(NULL, "nothing replaced");
+		return opt.failstatus;
+	}
 	if (flush_dirs() != 0) {
 		status = 3;
 		for (i = 0; i < njobs; i++)
@@ -4086,9 +4108,27 @@ replace_many(void)
 		status = 3;
 	}
 	status = report_jobs(done, left, status != 0 ? status :
-	    run.lostbackup);
+	    run->lostbackup);
 	remove_litter(1);
 	unblock_signals();
+	return status;
+}
+
+/* The many-files forms; the exit status. */
+static int
+replace_many(void)
+{
+	struct run run = { 0 };
+	int status;
+
+	if (opt.batch != NULL)
+		jobs_from_list(&run);
+	check_sources();
+	run.perfile = !syncfs_reports();
+	make_dirtab(&run);
+	if ((status = prepare_all(&run)) == 0)
+		status = commit_all(&run);
+	remove_litter(1);
 	free(run.dirtab);
 	free(run.list);
 	return status;

@@ -349,21 +349,21 @@ M("many-no-syncfs", "flush_new_files", [("flush_fs(jobs[i].dirfd) < 0", "0")],
 M("many-syncfs-error-ignored", "flush_new_files",
   [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
   "a failed syncfs is ignored and the targets are renamed", "many")
-M("many-syncfs-after-renames", "replace_many",
-  [("\tif (!run.perfile)\n\t\tflush_new_files();\n", ""),
+M("many-syncfs-after-renames", "commit_all",
+  [("\tif (!run->perfile && flush_new_files() < 0)\n\t\treturn opt.failstatus;\n", ""),
    ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
-    "\tif (!run.perfile)\n\t\tflush_new_files();\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
+    "\tif (!run->perfile && flush_new_files() < 0)\n\t\treturn opt.failstatus;\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
   "the files are flushed after the renames, not before", "many")
 M("many-no-dir-flush", "flush_dirs",
   [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
   "nothing is flushed after the renames", "many")
-M("many-dir-flush-status-0", "replace_many", [("status = 3;", "status = 0;")],
+M("many-dir-flush-status-0", "commit_all", [("status = 3;", "status = 0;")],
   "a failed flush after the renames exits 0 instead of 3", "many")
-M("many-failure-renames-others", "replace_many", [("if (nfailed > 0)", "if (0)")],
+M("many-failure-renames-others", "prepare_all", [("if (nfailed > 0) {", "if (0) {")],
   "a target that failed does not stop the others from being renamed", "many")
-M("many-rename-failure-goes-on", "replace_many",
-  [("rename_job(&run, &jobs[i]) < 0) {\n\t\t\tremove_litter(1);\n\t\t\tbreak;\n\t\t}",
-    "rename_job(&run, &jobs[i]) < 0)\n\t\t\tcontinue;")],
+M("many-rename-failure-goes-on", "commit_all",
+  [("rename_job(run, &jobs[i]) < 0) {\n\t\t\tremove_litter(1);\n\t\t\tbreak;\n\t\t}",
+    "rename_job(run, &jobs[i]) < 0)\n\t\t\tcontinue;")],
   "after a failed rename the remaining targets are still renamed", "many")
 M("many-partial-status-1", "report_jobs", [("return 4;", "return 1;")],
   "a batch stopped half way exits 1, as if nothing was replaced", "many")
@@ -377,7 +377,7 @@ M("many-litter", "remove_file_litter",
 M("many-no-writeback", "prepare_job",
   [("sync_file_range(j->newfd, 0, 0,\n\t\t\t    SYNC_FILE_RANGE_WRITE);", ";")],
   "write-back of each new file is not started as it is written", "many")
-M("many-signals-not-held", "replace_many",
+M("many-signals-not-held", "commit_all",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
