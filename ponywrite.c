@@ -408,31 +408,26 @@ fail(const char *path, const char *fmt, ...)
 	give_up(NULL);
 }
 
-static _Noreturn void
-fail_errno(const char *path)
-{
-	fail(path, "%s", strerror(errno));
-}
-
-static _Noreturn void
+/* A usage error and the synopsis; 2, the exit status of usage errors. */
+static int
 usage_error(const char *fmt, const char *arg)
 {
 	fputs("ponywrite: ", stderr);
 	fprintf(stderr, fmt, arg);
 	fputc('\n', stderr);
 	usage(stderr);
-	exit(2);
+	return 2;
 }
 
-static _Noreturn void
+static int
 try_help(void)
 {
 	fputs("\nTry 'ponywrite --help' for more information.\n", stderr);
-	exit(2);
+	return 2;
 }
 
-/* A bad option or value: one line and a hint, as GNU tools give. */
-static _Noreturn void
+/* A bad option or value: one line and a hint, as GNU tools give; 2. */
+static int
 usage_hint(const char *fmt, ...)
 {
 	va_list ap;
@@ -441,11 +436,11 @@ usage_hint(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	try_help();
+	return try_help();
 }
 
-/* Name a bad long option ARG as the user typed it. */
-static _Noreturn void
+/* Name a bad long option ARG as the user typed it; 2. */
+static int
 bad_long_option(const char *arg, const struct option *lo)
 {
 	const char *name = arg + 2;
@@ -458,19 +453,19 @@ bad_long_option(const char *arg, const struct option *lo)
 			n = strlen(o->name) == (size_t)len ? 2 : n + 1;
 		}
 	if (n == 0)
-		usage_hint("unrecognized option '%s'", arg);
+		return usage_hint("unrecognized option '%s'", arg);
 	if (strlen(hit->name) != (size_t)len && n > 1) {
 		fprintf(stderr, "ponywrite: option '--%.*s' is ambiguous;"
 		    " possibilities:", len, name);
 		for (o = lo; o->name != NULL; o++)
 			if (strncmp(o->name, name, len) == 0)
 				fprintf(stderr, " '--%s'", o->name);
-		try_help();
+		return try_help();
 	}
 	if (name[len] == '=')
-		usage_hint("option '--%s' doesn't allow an argument",
+		return usage_hint("option '--%s' doesn't allow an argument",
 		    hit->name);
-	usage_hint("option '--%s' requires an argument", hit->name);
+	return usage_hint("option '--%s' requires an argument", hit->name);
 }
 
 /* Values of the options that have no letter, out of the way of letters. */
@@ -479,9 +474,9 @@ enum { OPT_LONG = 256, OPT_BATCH, OPT_HELP, OPT_NOSYNC, OPT_PRINT,
 
 /*
  * getopt_long's error: a long option's is named from its text, which the
- * failed element ends with; a short option's is in optopt.
+ * failed element ends with; a short option's is in optopt.  2.
  */
-static _Noreturn void
+static int
 bad_option(int ch, const char *shortopts, int argc, const char *const argv[],
     const struct option *lo)
 {
@@ -490,19 +485,25 @@ bad_option(int ch, const char *shortopts, int argc, const char *const argv[],
 
 	if (ch == ':' ? strncmp(arg, "--", 2) == 0 : optopt == 0 ||
 	    optopt >= OPT_LONG || strchr(shortopts, optopt) != NULL)
-		bad_long_option(arg, lo);
+		return bad_long_option(arg, lo);
 	if (ch == ':')
-		usage_hint("option requires an argument -- '%c'", optopt);
-	usage_hint("invalid option -- '%c'", optopt);
+		return usage_hint("option requires an argument -- '%c'",
+		    optopt);
+	return usage_hint("invalid option -- '%c'", optopt);
 }
 
-/* After --help and --version: a full disk must not go unnoticed. */
-static _Noreturn void
+/*
+ * After --help and --version: a full disk must not go unnoticed.  The exit
+ * status: 0, or opt.failstatus if stdout could not be written.
+ */
+static int
 close_stdout(void)
 {
-	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0)
-		fail("stdout", "%s", strerror(errno));
-	exit(0);
+	if (fflush(stdout) != 0 || ferror(stdout) || fclose(stdout) != 0) {
+		failed_errno("stdout");
+		return opt.failstatus;
+	}
+	return 0;
 }
 
 static void *
@@ -732,68 +733,77 @@ parse_number(const char *s, unsigned long *n)
 	return *end != '\0' || errno != 0 ? -1 : 0;
 }
 
-/* A user name or number; with GID, also that user's login group. */
-static uid_t
-parse_user(const char *s, gid_t *gid)
+/*
+ * A user name or number into UID; with GID, also that user's login group.
+ * 0, or 2 after a usage error.
+ */
+static int
+parse_user(const char *s, uid_t *uid, gid_t *gid)
 {
 	struct passwd *pw;
 	unsigned long n;
 
 	if (parse_number(s, &n) == 0 && n == (uid_t)n &&
 	    (uid_t)n != (uid_t)-1) {
-		if (gid == NULL)
-			return n;
+		if (gid == NULL) {
+			*uid = n;
+			return 0;
+		}
 		/* cppcheck-suppress getpwuidCalled */
 		if ((pw = getpwuid(n)) == NULL)
-			usage_hint("user '%s' has no login group", s);
+			return usage_hint("user '%s' has no login group", s);
 	} else if ((pw = getpwnam(s)) == NULL)
-		usage_hint("unknown user: '%s'", s);
+		return usage_hint("unknown user: '%s'", s);
 	if (gid != NULL)
 		*gid = pw->pw_gid;
-	return pw->pw_uid;
+	*uid = pw->pw_uid;
+	return 0;
 }
 
-static gid_t
-parse_group(const char *s)
+/* A group name or number into GID; 0, or 2 after a usage error. */
+static int
+parse_group(const char *s, gid_t *gid)
 {
 	struct group *gr;
 	unsigned long n;
 
-	if (parse_number(s, &n) == 0 && n == (gid_t)n && (gid_t)n != (gid_t)-1)
-		return n;
+	if (parse_number(s, &n) == 0 && n == (gid_t)n &&
+	    (gid_t)n != (gid_t)-1) {
+		*gid = n;
+		return 0;
+	}
 	if ((gr = getgrnam(s)) == NULL)
-		usage_hint("unknown group: '%s'", s);
-	return gr->gr_gid;
+		return usage_hint("unknown group: '%s'", s);
+	*gid = gr->gr_gid;
+	return 0;
 }
 
 /*
  * -o as chown(1): OWNER, OWNER:GROUP, OWNER: (and OWNER's login group) or
- * :GROUP.
+ * :GROUP.  0, or 2 after a usage error.
  */
-static void
+static int
 parse_owner(const char *s)
 {
 	const char *colon = strchr(s, ':');
 	char user[256];
 
-	if (colon == NULL) {
-		opt.uid = parse_user(s, NULL);
-		return;
-	}
+	if (colon == NULL)
+		return parse_user(s, &opt.uid, NULL);
 	if (colon == s && colon[1] == '\0')
-		usage_hint("invalid owner: '%s'", s);
-	if (colon[1] != '\0')
-		opt.gid = parse_group(colon + 1);
+		return usage_hint("invalid owner: '%s'", s);
+	if (colon[1] != '\0' && parse_group(colon + 1, &opt.gid) != 0)
+		return 2;
 	if (colon == s)
-		return;
+		return 0;
 	if ((size_t)(colon - s) >= sizeof user)
-		usage_hint("unknown user: '%.*s'", (int)(colon - s), s);
+		return usage_hint("unknown user: '%.*s'", (int)(colon - s), s);
 	snprintf(user, sizeof user, "%.*s", (int)(colon - s), s);
-	opt.uid = parse_user(user, colon[1] == '\0' ? &opt.gid : NULL);
+	return parse_user(user, &opt.uid, colon[1] == '\0' ? &opt.gid : NULL);
 }
 
-/* -w: seconds as flock -w takes them, fractions allowed. */
-static void
+/* -w: seconds as flock -w takes them, fractions allowed; 0, or 2. */
+static int
 parse_wait(const char *s)
 {
 	char *end;
@@ -805,7 +815,8 @@ parse_wait(const char *s)
 		opt.wait = -1;
 	if (end == s || *end != '\0' || errno != 0 ||
 	    !(opt.wait >= 0 && opt.wait <= 1e8))
-		usage_hint("invalid number of seconds: '%s'", s);
+		return usage_hint("invalid number of seconds: '%s'", s);
+	return 0;
 }
 
 /* Many files: the targets and sources of -t or of --batch's list. */
@@ -823,8 +834,11 @@ add_job(const char *target, const char *source)
 	njobs++;		/* now the signal handler may look at it */
 }
 
-/* -t: each SOURCE replaces DIRECTORY/NAME, NAME being its last one. */
-static void
+/*
+ * -t: each SOURCE replaces DIRECTORY/NAME, NAME being its last one.  0, or
+ * 2 after a usage error.
+ */
+static int
 jobs_from_args(char **argv)
 {
 	const char *end, *name, *dir = opt.targetdir;
@@ -834,7 +848,7 @@ jobs_from_args(char **argv)
 	for (n = 0; argv[n] != NULL; n++)
 		;
 	if (n == 0)
-		usage_hint("missing source after -t %s", dir);
+		return usage_hint("missing source after -t %s", dir);
 	jobs = xjobs(n);
 	njobs = 0;
 	for (; *argv != NULL; argv++) {
@@ -846,71 +860,98 @@ jobs_from_args(char **argv)
 		n = end - name;
 		if (strcmp(*argv, "-") == 0 || n == 0 || *name == '/' ||
 		    strncmp(name, "..", n) == 0)
-			usage_hint("%s: no file name to give it in %s (use"
-			    " --batch to name targets)", *argv, dir);
+			return usage_hint("%s: no file name to give it in %s"
+			    " (use --batch to name targets)", *argv, dir);
 		target = xmalloc(strlen(dir) + n + 2);
 		sprintf(target, "%s%s%.*s", strcmp(dir, ".") == 0 ? "" : dir,
 		    strcmp(dir, ".") == 0 || dir[strlen(dir) - 1] == '/' ?
 		    "" : "/", (int)n, name);
 		add_job(target, *argv);
 	}
+	return 0;
 }
 
-/* --batch: LIST holds TARGET\0SOURCE\0 pairs; read it whole. */
-static void
-jobs_from_list(struct run *run)
+/*
+ * Read --batch's list from FD (NAME in messages) into RUN->list, checking
+ * each name as it comes: /dev/zero is refused, not stored.  0 with its
+ * length in *LEN and its number of pairs in *PAIRS; 2 after a usage error;
+ * -1 after a read error.
+ */
+static int
+read_list(struct run *run, int fd, const char *name, size_t *len,
+    size_t *pairs)
 {
-	size_t len = 0, size = BUFSIZE, names = 0, start = 0, i;
-	char *list = xmalloc(size), *p, *more;
+	size_t size = BUFSIZE, names = 0, start = 0, i;
+	char *more;
 	ssize_t r;
-	int fd = STDIN_FILENO;
-	/* Named in messages as -i - names it. */
-	const char *name = strcmp(opt.batch, "-") == 0 ? "stdin" : opt.batch;
 
-	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
-		usage_hint("--batch=-: stdin is a terminal");
-	if (strcmp(opt.batch, "-") == 0 && stdin_closed) {
-		errno = EBADF;
-		fail_errno("stdin");
-	}
-	if (strcmp(opt.batch, "-") != 0)
-		fd = xopenat(AT_FDCWD, opt.batch, O_RDONLY | O_CLOEXEC, 0);
-	run->list = list;
-	while (fd >= 0 && (r = xread(fd, list + len, size - len)) > 0) {
-		/* Checked as it comes: /dev/zero is refused, not stored. */
-		for (i = len, len += r; i < len; i++)
-			if (list[i] == '\0') {
+	*len = 0;
+	run->list = xmalloc(size);
+	while ((r = xread(fd, run->list + *len, size - *len)) > 0) {
+		for (i = *len, *len += r; i < *len; i++)
+			if (run->list[i] == '\0') {
 				if (i == start)
-					usage_hint("%s: an empty name in pair"
-					    " %zu", name, names / 2 + 1);
+					return usage_hint("%s: an empty name in"
+					    " pair %zu", name, names / 2 + 1);
 				names++;
 				start = i + 1;
 			} else if (i - start >= PATH_MAX)
-				usage_hint("%s: a name longer than PATH_MAX in"
-				    " pair %zu", name, names / 2 + 1);
-		if (len == size) {
-			if ((more = realloc(list, size *= 2)) == NULL)
-				fail_errno(name);
-			run->list = list = more;
+				return usage_hint("%s: a name longer than"
+				    " PATH_MAX in pair %zu", name,
+				    names / 2 + 1);
+		if (*len == size) {
+			if ((more = realloc(run->list, size *= 2)) == NULL)
+				return failed_errno(name);
+			run->list = more;
 		}
 	}
-	if (fd < 0 || r < 0)
-		fail_errno(name);
+	if (r < 0)
+		return failed_errno(name);
+	if (start != *len || names % 2 != 0)
+		return usage_hint("%s: not a list of NUL-terminated target and"
+		    " source pairs", name);
+	*pairs = names / 2;
+	return 0;
+}
+
+/*
+ * --batch: LIST holds TARGET\0SOURCE\0 pairs; read it whole.  0, 2 after a
+ * usage error, or -1 after an I/O error.
+ */
+static int
+jobs_from_list(struct run *run)
+{
+	/* Named in messages as -i - names it. */
+	const char *name = strcmp(opt.batch, "-") == 0 ? "stdin" : opt.batch;
+	size_t len = 0, pairs = 0;
+	char *p;
+	int fd = STDIN_FILENO, status;
+
+	if (strcmp(opt.batch, "-") == 0 && isatty(STDIN_FILENO))
+		return usage_hint("--batch=-: stdin is a terminal");
+	if (strcmp(opt.batch, "-") == 0 && stdin_closed) {
+		errno = EBADF;
+		return failed_errno("stdin");
+	}
+	if (strcmp(opt.batch, "-") != 0 && (fd = xopenat(AT_FDCWD, opt.batch,
+	    O_RDONLY | O_CLOEXEC, 0)) < 0)
+		return failed_errno(name);
+	status = read_list(run, fd, name, &len, &pairs);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	if (start != len || names % 2 != 0)
-		usage_hint("%s: not a list of NUL-terminated target and"
-		    " source pairs", name);
-	jobs = xjobs(names / 2 + 1);
+	if (status != 0)
+		return status;
+	jobs = xjobs(pairs + 1);
 	njobs = 0;
-	for (p = list; p < list + len; p += strlen(p) + 1) {
+	for (p = run->list; p < run->list + len; p += strlen(p) + 1) {
 		add_job(p, p + strlen(p) + 1);
 		p += strlen(p) + 1;
 	}
+	return 0;
 }
 
-/* Standard input can be read once. */
-static void
+/* Standard input can be read once.  0, or 2 after a usage error. */
+static int
 check_sources(void)
 {
 	size_t stdins = 0, i;		/* sources that are "-" */
@@ -918,32 +959,41 @@ check_sources(void)
 	for (i = 0; i < njobs; i++)
 		stdins += strcmp(jobs[i].source, "-") == 0;
 	if (stdins > 0 && opt.batch != NULL && strcmp(opt.batch, "-") == 0)
-		usage_hint("--batch=- reads the list from stdin: no source can"
-		    " be -");
+		return usage_hint("--batch=- reads the list from stdin: no"
+		    " source can be -");
 	if (stdins > 1)
-		usage_hint("stdin (-) can be the source of one target only");
+		return usage_hint("stdin (-) can be the source of one target"
+		    " only");
+	return 0;
 }
 
-/* -t and --batch: the options they take; -t's targets. */
-static void
+/*
+ * -t and --batch: the options they take; -t's targets.  0, or 2 after a
+ * usage error.
+ */
+static int
 many_options(char **argv)
 {
 	const char *form = opt.batch != NULL ? "--batch" : "-t";
 
 	if (opt.targetdir != NULL && opt.batch != NULL)
-		usage_hint("-t and --batch cannot be combined");
+		return usage_hint("-t and --batch cannot be combined");
 	if (opt.append || opt.input != NULL || opt.lock || opt.wait >= 0)
-		usage_hint("%s cannot be used with %s", opt.append ? "-a" :
-		    opt.input != NULL ? "-i" : opt.lock ? "-l" : "-w", form);
+		return usage_hint("%s cannot be used with %s", opt.append ?
+		    "-a" : opt.input != NULL ? "-i" : opt.lock ? "-l" : "-w",
+		    form);
 	if (opt.batch != NULL && *argv != NULL)
-		usage_hint("--batch takes no operands: '%s'", *argv);
+		return usage_hint("--batch takes no operands: '%s'", *argv);
 	if (opt.targetdir != NULL && *opt.targetdir == '\0')
-		usage_hint("-t needs a directory name");
-	if (opt.targetdir != NULL)
-		jobs_from_args(argv);
+		return usage_hint("-t needs a directory name");
+	return opt.targetdir != NULL ? jobs_from_args(argv) : 0;
 }
 
-static void
+/*
+ * 0 to go on; 2 after a usage error; -1 after --help or --version, whose
+ * exit status is close_stdout()'s.
+ */
+static int
 parse_options(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
@@ -972,62 +1022,64 @@ parse_options(int argc, char *argv[])
 	};
 	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:z";
 	mode_t unused;
-	int ch;
+	int ch, status = 0;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, shortopts, longopts,
-	    NULL)) != -1) {
+	while (status == 0 && (ch = getopt_long(argc, argv, shortopts,
+	    longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'a': opt.append = 1; break;
 		case 'b': opt.backup = 1; break;
 		case 'C': opt.ifchanged = 1; break;
 		case 'E': opt.noempty = 1; break;
-		case 'g': opt.gid = parse_group(optarg); break;
+		case 'g': status = parse_group(optarg, &opt.gid); break;
 		case 'i': opt.input = optarg; break;
 		case 'l': opt.lock = 1; break;
 		case 'm': opt.mode = optarg; break;
-		case 'o': parse_owner(optarg); break;
+		case 'o': status = parse_owner(optarg); break;
 		case 'p': opt.parents = 1; break;
 		case 'P': opt.nofollow = 1; break;
 		case 'S': opt.suffix = optarg; break;
 		case 't': opt.targetdir = optarg; break;
 		case 'v': opt.verbose = 1; break;
-		case 'w': parse_wait(optarg); break;
+		case 'w': status = parse_wait(optarg); break;
 		case 'z': opt.null = 1; break;
 		case OPT_BATCH: opt.batch = optarg; break;
-		case OPT_HELP: help(); close_stdout();
+		case OPT_HELP: help(); return -1;
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_PRINT: opt.printchanged = 1; break;
-		case OPT_VERSION: puts("ponywrite " VERSION); close_stdout();
-		default: bad_option(ch, shortopts, argc,
+		case OPT_VERSION: puts("ponywrite " VERSION); return -1;
+		default: status = bad_option(ch, shortopts, argc,
 		    (const char *const *)argv, longopts);
 		}
 	}
 	argv += optind;
+	if (status != 0)
+		return status;
 	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
-		usage_hint("invalid mode: '%s'", opt.mode);
+		return usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
-		usage_hint("invalid suffix: '%s'", opt.suffix);
+		return usage_hint("invalid suffix: '%s'", opt.suffix);
 	if (opt.null && !opt.printchanged)
-		usage_hint("-z (--null) needs --print-changed");
-	if (opt.targetdir != NULL || opt.batch != NULL) {
-		many_options(argv);
-		return;
-	}
+		return usage_hint("-z (--null) needs --print-changed");
+	if (opt.targetdir != NULL || opt.batch != NULL)
+		return many_options(argv);
 	if ((opt.target = *argv++) == NULL)
-		usage_error("missing target%s", "");
+		return usage_error("missing target%s", "");
 	if (*argv != NULL)
 		opt.command = argv;
 	if (opt.command != NULL && opt.input != NULL)
-		usage_hint("-i cannot be combined with a command");
+		return usage_hint("-i cannot be combined with a command");
 	/* A script that forgot its redirect must not wait for a Ctrl-D. */
 	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
-		usage_hint("stdin: is a terminal; use -i - to read from it");
+		return usage_hint("stdin: is a terminal; use -i - to read from"
+		    " it");
 	if (opt.command != NULL)
 		opt.failstatus = 125;
 	/* Two appends of the same old content would lose a line; -w waits. */
 	if (opt.append || opt.wait >= 0)
 		opt.lock = 1;
+	return 0;
 }
 
 /* Signals: remove the temporary file and die by the same signal. */
@@ -1126,9 +1178,11 @@ unblock_signals(void)
 /*
  * A descriptor 0-2 that is closed would be reused for our own files: hold
  * its place with one that cannot be read or written, closed again on exec
- * so that a command sees what it would see if run directly.
+ * so that a command sees what it would see if run directly.  0, or if a
+ * place cannot be held 2, the exit status, with no word on a stderr that
+ * may be the closed one.
  */
-static void
+static int
 open_std_fds(void)
 {
 	int fd, held;
@@ -1138,10 +1192,11 @@ open_std_fds(void)
 			/* The lowest free descriptor: fd itself. */
 			held = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (held != fd)
-				_exit(2);
+				return 2;
 			if (fd == STDIN_FILENO)
 				stdin_closed = 1;
 		}
+	return 0;
 }
 
 /* Step 1: resolve the target and open its directory. */
@@ -4119,15 +4174,18 @@ static int
 replace_many(void)
 {
 	struct run run = { 0 };
-	int status;
+	int status = 0;
 
-	if (opt.batch != NULL)
-		jobs_from_list(&run);
-	check_sources();
-	run.perfile = !syncfs_reports();
-	make_dirtab(&run);
-	if ((status = prepare_all(&run)) == 0)
-		status = commit_all(&run);
+	if (opt.batch != NULL && (status = jobs_from_list(&run)) < 0)
+		status = opt.failstatus;
+	if (status == 0)
+		status = check_sources();
+	if (status == 0) {
+		run.perfile = !syncfs_reports();
+		make_dirtab(&run);
+		if ((status = prepare_all(&run)) == 0)
+			status = commit_all(&run);
+	}
 	remove_litter(1);
 	free(run.dirtab);
 	free(run.list);
@@ -4141,8 +4199,9 @@ main(int argc, char *argv[])
 	off_t size;
 	int fd, same, status;
 
-	open_std_fds();
-	parse_options(argc, argv);
+	if ((status = open_std_fds()) != 0 ||
+	    (status = parse_options(argc, argv)) != 0)
+		return status < 0 ? close_stdout() : status;
 	sigprocmask(SIG_SETMASK, NULL, &origmask);
 	cmdmask = origmask;
 	setup_signals();

@@ -295,7 +295,7 @@ M("signals-not-held-at-rename", "main", [("block_signals();\n\tif (link_backup(f
   "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
-M("usage-status-1", "usage_error", [("exit(2);", "exit(1);")],
+M("usage-status-1", "usage_error", [("return 2;", "return 1;")],
   "a usage error exits 1", "status")
 
 # --- write-behind of large input
@@ -423,7 +423,7 @@ M("many-print-changed-status-lost", "report_jobs",
   "--print-changed in a batch to a full disk exits 0", "status")
 M("many-backup-rename-status-lost", "rename_job", [("\t\trun->lostbackup = 3;", "\t\t;")],
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
-M("many-list-read-error-eof", "jobs_from_list", [("if (fd < 0 || r < 0)", "if (fd < 0)")],
+M("many-list-read-error-eof", "read_list", [("if (r < 0)", "if (0)")],
   "a read error of --batch's list is taken as its end", "many")
 M("p-message-bare", "failed_dir", [("if (w->made > 0)", "if (0)")],
   "-p that cannot make a directory names neither it nor its parent", "parents")
@@ -443,7 +443,7 @@ M("many-flush-quadratic", "flush_new_files",
   [("\t\tif (!needs_syncfs(&jobs[i]))\n", "\t\tfor (k = 0; k < i && (!needs_syncfs(&jobs[k]) ||\n\t\t    jobs[k].dev != jobs[i].dev); k++)\n\t\t\t;\n\t\tif (k != i)\n\t\t\tcontinue;\n\t\tif (!needs_syncfs(&jobs[i]))\n")],
   "the flush step rescans every earlier target: quadratic", "many")
 M("many-empty-t", "many_options",
-  [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\tusage_hint(\"-t needs a directory name\");", "")],
+  [("if (opt.targetdir != NULL && *opt.targetdir == '\\0')\n\t\treturn usage_hint(\"-t needs a directory name\");", "")],
   "-t '' writes NAME at the root", "usage")
 
 # --- the kinds of fault issue 37 found make test blind to: a flag dropped
