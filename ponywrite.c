@@ -386,15 +386,12 @@ failed_errno(const char *path)
 	return failed(path, "%s", strerror(errno));
 }
 
-/*
- * After a failure of F (or of the run, NULL) was reported: remove what
- * exists and exit with F's status.
- */
-static _Noreturn void
+/* After F's failure was reported: what it made is removed; its exit status. */
+static int
 give_up(const struct file *f)
 {
 	remove_litter(1);
-	exit(f != NULL ? f->status : opt.failstatus);
+	return f->status;
 }
 
 static _Noreturn void
@@ -405,7 +402,8 @@ fail(const char *path, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfailed(path, fmt, ap);
 	va_end(ap);
-	give_up(NULL);
+	remove_litter(1);
+	exit(opt.failstatus);
 }
 
 /* A usage error and the synopsis; 2, the exit status of usage errors. */
@@ -4192,12 +4190,61 @@ replace_many(void)
 	return status;
 }
 
+/*
+ * Steps 1 to 5 for the one-file form: 0 with the new file in *FD, 1 if -C
+ * found it unchanged, -1.
+ */
+static int
+prepare_one(struct file *f, int *fd)
+{
+	off_t size;
+	int same;
+
+	if (resolve_target(f) < 0 || check_dir(f) < 0)
+		return -1;
+	f->plan = fs_plan(f->dirfd, !opt.backup);
+	if ((opt.lock ? lock_target(f) : open_target(f)) < 0)
+		return -1;
+	/* Before the command runs; -C first needs to know what changes. */
+	if ((!opt.ifchanged && check_replaceable(f, 1) < 0) ||
+	    decide_metadata(f) < 0)
+		return -1;
+	f->flushes = plan_flushes(NULL, f);
+	if (create_temp(f, fd) < 0 ||
+	    (size = *fd >= 0 ? fill_temp(f, *fd) : 0) < 0 ||
+	    (same = same_as_old(f, *fd, size)) < 0)
+		return -1;
+	if (same)
+		return 1;
+	if ((opt.ifchanged && check_replaceable(f, 1) < 0) ||
+	    apply_metadata(f, *fd) < 0 || flush_new(f, *fd) < 0 ||
+	    (opt.lock && lock_new_file(f, *fd) < 0))
+		return -1;
+	return 0;
+}
+
+/* The one-file form; the exit status. */
+static int
+replace_one(struct file *f)
+{
+	int fd, r, status;
+
+	if ((r = prepare_one(f, &fd)) != 0)
+		return r < 0 ? give_up(f) : finish_unchanged(f);
+	block_signals();
+	if (link_backup(f) < 0 || (status = commit(f, fd)) < 0)
+		return give_up(f);	/* signals stay blocked to the exit */
+	if (opt.printchanged)
+		status = print_changed(f->target, status);
+	remove_litter(1);
+	unblock_signals();
+	return status;
+}
+
 int
 main(int argc, char *argv[])
 {
-	struct file *f;
-	off_t size;
-	int fd, same, status;
+	int status;
 
 	if ((status = open_std_fds()) != 0 ||
 	    (status = parse_options(argc, argv)) != 0)
@@ -4209,34 +4256,5 @@ main(int argc, char *argv[])
 		return replace_many();
 	jobs = xjobs(1);
 	add_job(opt.target, opt.input != NULL ? opt.input : "-");
-	f = &jobs[0];
-	if (resolve_target(f) < 0 || check_dir(f) < 0)
-		give_up(f);
-	f->plan = fs_plan(f->dirfd, !opt.backup);
-	if ((opt.lock ? lock_target(f) : open_target(f)) < 0)
-		give_up(f);
-	/* Before the command runs; -C first needs to know what changes. */
-	if ((!opt.ifchanged && check_replaceable(f, 1) < 0) ||
-	    decide_metadata(f) < 0)
-		give_up(f);
-	f->flushes = plan_flushes(NULL, f);
-	if (create_temp(f, &fd) < 0 ||
-	    (size = fd >= 0 ? fill_temp(f, fd) : 0) < 0 ||
-	    (same = same_as_old(f, fd, size)) < 0)
-		give_up(f);
-	if (same)
-		return finish_unchanged(f);
-	if (opt.ifchanged && check_replaceable(f, 1) < 0)
-		give_up(f);
-	if (apply_metadata(f, fd) < 0 || flush_new(f, fd) < 0 ||
-	    (opt.lock && lock_new_file(f, fd) < 0))
-		give_up(f);
-	block_signals();
-	if (link_backup(f) < 0 || (status = commit(f, fd)) < 0)
-		give_up(f);
-	if (opt.printchanged)
-		status = print_changed(f->target, status);
-	remove_litter(1);
-	unblock_signals();
-	return status;
+	return replace_one(&jobs[0]);
 }

@@ -50,10 +50,10 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "main", [("flush_new(f, fd) < 0", "0")],
+M("no-data-flush", "prepare_one", [("flush_new(f, *fd) < 0", "0")],
   "the temporary file is not flushed before the rename", "flush")
-M("data-flush-error-ignored", "main",
-  [("flush_new(f, fd) < 0", "flush_new(f, fd) < -1")],
+M("data-flush-error-ignored", "prepare_one",
+  [("flush_new(f, *fd) < 0", "flush_new(f, *fd) < -1")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
@@ -69,8 +69,8 @@ M("dir-flush-status-0", "commit",
 M("file-flush-status-0", "commit",
   [("strerror(errno));\n\t\treturn late;\n\t}\n\tif (drop_old_link(f)", "strerror(errno));\n\t\treturn 0;\n\t}\n\tif (drop_old_link(f)")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
-M("flush-before-metadata", "main",
-  [("if (apply_metadata(f, fd) < 0 || flush_new(f, fd) < 0 ||", "if (flush_new(f, fd) < 0 || apply_metadata(f, fd) < 0 ||")],
+M("flush-before-metadata", "prepare_one",
+  [("apply_metadata(f, *fd) < 0 || flush_new(f, *fd) < 0 ||", "flush_new(f, *fd) < 0 || apply_metadata(f, *fd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set",
   "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
@@ -78,8 +78,8 @@ M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
 M("unchanged-not-flushed", "finish_unchanged",
   [("if ((f->flushes & FL_OLD) &&\n\t    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
-M("nosync-skips-data-flush", "main",
-  [("flush_new(f, fd) < 0", "(opt.sync && flush_new(f, fd) < 0)")],
+M("nosync-skips-data-flush", "prepare_one",
+  [("flush_new(f, *fd) < 0", "(opt.sync && flush_new(f, *fd) < 0)")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
@@ -126,7 +126,7 @@ M("filelog-dir-flushed", "plan_flushes",
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
-M("filelog-with-backup", "main",
+M("filelog-with-backup", "prepare_one",
   [("f->plan = fs_plan(f->dirfd, !opt.backup);", "f->plan = fs_plan(f->dirfd, 1);")],
   "btrfs -b: the renamed file is flushed, not the directory, so TARGET~ may"
   " be lost after exit 0", "backup")
@@ -152,9 +152,9 @@ M("litter-backup-link", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirp
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
-M("litter-on-command-failure", "main",
-  [("(same = same_as_old(f, fd, size)) < 0)\n\t\tgive_up(f);",
-    "(same = same_as_old(f, fd, size)) < 0)\n\t\texit(f->status);")],
+M("litter-on-command-failure", "replace_one",
+  [("return r < 0 ? give_up(f) : finish_unchanged(f);",
+    "return r < 0 ? f->status : finish_unchanged(f);")],
   "a failing command leaves the temporary file", "litter")
 M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
   "a temporary file that cannot be removed (read-only file system) is not named", "litter")
@@ -291,7 +291,7 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("signals-not-held-at-rename", "main", [("block_signals();\n\tif (link_backup(f) < 0 ||", "if (link_backup(f) < 0 ||")],
+M("signals-not-held-at-rename", "replace_one", [("block_signals();\n\tif (link_backup(f) < 0 ||", "if (link_backup(f) < 0 ||")],
   "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
@@ -333,7 +333,7 @@ M("lock-stale-inode", "lock_once",
 M("append-without-lock", "parse_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
-M("lock-gap-at-rename", "main", [(" ||\n\t    (opt.lock && lock_new_file(f, fd) < 0))", ")")],
+M("lock-gap-at-rename", "prepare_one", [(" ||\n\t    (opt.lock && lock_new_file(f, *fd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
 M("lock-file-left", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->lockname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
