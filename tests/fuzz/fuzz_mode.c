@@ -6,8 +6,10 @@
  *	clang -g -O1 -fsanitize=fuzzer,address,undefined fuzz_mode.c
  *
  * ponywrite.c is included whole, its main() renamed, so that its static
- * functions are reachable.  exit() is turned into a longjmp back here, so
- * that parse_options runs in-process; user and group names are looked up
+ * functions are reachable.  parse_options returns its status (2 for a
+ * usage error, -1 after --help and --version); the one exit left on its way,
+ * fail()'s on out of memory, is turned into a longjmp back here, so that it
+ * runs in-process all the same.  User and group names are looked up
  * in a fixed table, not in NSS, so that runs are fast and repeatable.
  *
  * Each input is used four ways:
@@ -444,21 +446,26 @@ static void
 check_options(int argc, char *argv[])
 {
 	mode_t m;
-	int t;
+	int t, r, done = 1;
 
 	opt = opt_initial;
 	optind = 0;		/* glibc: start afresh */
 	exit_status = -1;
-	if (setjmp(exit_jump) != 0) {
-		/* Usage errors exit 2; --help and --version 0. */
-		if (exit_status != 0 && exit_status != 2)
-			broken("parse_options exited with a status other"
+	if (setjmp(exit_jump) != 0)
+		r = exit_status;	/* fail(): out of memory */
+	else if ((r = parse_options(argc, argv)) < 0)
+		r = close_stdout();	/* --help, --version */
+	else
+		done = r != 0;
+	if (done) {
+		/* Usage errors are 2; --help and --version 0. */
+		if (r != 0 && r != 2)
+			broken("parse_options failed with a status other"
 			    " than 0 or 2", argc > 1 ? argv[1] : "");
 		clearerr(devnull);
 		forget_jobs();
 		return;
 	}
-	parse_options(argc, argv);
 	if (opt.targetdir != NULL || opt.batch != NULL) {
 		check_many();
 		forget_jobs();
