@@ -4,8 +4,9 @@
  * content or its complete new content, never an empty or partial file.
  *
  * The input (standard input, -i SOURCE, or the output of a command) is copied
- * into a temporary file created in the target's own directory.  The protocol,
- * one function each below:
+ * into a temporary file created in the target's own directory.  One file is
+ * the many-files case with one target.  The protocol, one function each
+ * below, for each target:
  *
  *	1. resolve_target	find the real file and open its directory
  *	2. create_temp		.NAME.RANDOM, O_EXCL|O_NOFOLLOW, mode 0600
@@ -14,12 +15,17 @@
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
  *	5. flush_new		fsync the temporary file, or where the journal
  *				orders it (ext4, XFS) or its flush after the
- *				rename carries it (btrfs) wait for its data
- *	6. commit		rename it over the target, fsync the directory
- *				(on btrfs the renamed file)
+ *				rename carries it (btrfs) wait for its data;
+ *				a batch's: flush_new_files, one syncfs per
+ *				file system
+ *	6. rename_job		rename it over the target, once every target
+ *				has passed step 5
+ *	7. flush_dirs		fsync the directory (on btrfs, one target: the
+ *				renamed file)
  *
- * Any failure before step 6 removes the temporary file and leaves the target
- * as it was.  Only after that flush does ponywrite exit 0.
+ * prepare_all makes steps 1 to 5 for every target, commit_all 6 and 7.  Any
+ * failure before step 6 removes the temporary files and leaves every target
+ * as it was.  Only after step 7 does ponywrite exit 0.
  */
 #define _GNU_SOURCE
 #define _FILE_OFFSET_BITS 64
@@ -145,15 +151,17 @@ struct file {
 	int	 in;			/* the input, while it is open, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
 	int	 linked;		/* reached through a symbolic link */
-	int	 flushdir;
+	int	 flushdir;		/* FLUSH_*, on a directory's first job:
+					   what its flush after the renames
+					   makes durable */
 	int	 plan;			/* its file system's flush plan */
 	int	 flushes;		/* FL_*: plan_flushes */
 	/* cppcheck-suppress unusedStructMember ; write_behind's *at */
 	off_t	 behind;		/* write-behind: the first window not
 					   yet written out, MAX_OFF for none */
-	int	 newfd;			/* a batch's temporary file, or -1 */
+	int	 newfd;			/* the temporary file, or -1 */
 	int	 keptfd;		/* the new file, kept for
-					   flush_fuse_renames, or -1 */
+					   flush_renamed_files, or -1 */
 	struct {			/* the new file's metadata */
 		mode_t	 mode;
 		uid_t	 uid;
@@ -167,6 +175,8 @@ struct file {
 	int	 status;		/* the exit status if it fails:
 					   opt.failstatus, or the command's */
 };
+
+enum { FLUSH_RENAMED = 1, FLUSH_UNCHANGED = 2 };
 
 /* Shared with the signal handler. */
 static volatile pid_t child;
@@ -187,18 +197,21 @@ static struct file *jobs;
 static size_t njobs;
 
 /*
- * Many files (-t, --batch): what the batch keeps besides its files, from one
- * step to the next; a local of replace_many, passed to the steps that need it.
+ * What a run keeps besides its files, from one step to the next; a local of
+ * replace_all, passed to the steps that need it.
  */
 struct run {
+	int	 single;		/* the one-file form */
 	char	*list;			/* --batch's list, whole */
 	size_t	*dirtab;		/* 1 + the first job of each directory,
 					   hashed by (device, inode) */
 	size_t	 dirtabsize;		/* a power of two, over 2 × njobs */
 	int	 perfile;		/* flush each file, not each file
 					   system */
+	int	 late;			/* the status of "replaced, but": 3, or
+					   125 in command mode */
 	int	 lostbackup;		/* replaced, but a backup was not
-					   renamed */
+					   renamed: late */
 };
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
@@ -384,14 +397,6 @@ static int
 failed_errno(const char *path)
 {
 	return failed(path, "%s", strerror(errno));
-}
-
-/* After F's failure was reported: what it made is removed; its exit status. */
-static int
-give_up(const struct file *f)
-{
-	remove_litter(1);
-	return f->status;
 }
 
 static _Noreturn void
@@ -3026,14 +3031,13 @@ mount_of(int fd, char *type, size_t tn, char *opts, size_t on)
 }
 
 /*
- * The plan for the file system FD is on, from its type and super options;
- * PLAN_FILELOG only ALONE, where the target's is the only name to change.
+ * The plan for the file system FD is on, from its type and super options.
  * Without a journal (ext2, or ext3/ext4 whose sysfs says "<none>") the
  * old file stays linked whatever the options: that is the safe sequence
  * and one link more, never less.
  */
 static int
-fs_plan(int fd, int alone)
+fs_plan(int fd)
 {
 	char type[64], opts[1024];
 	int journal = 1, no = 0;
@@ -3051,12 +3055,8 @@ fs_plan(int fd, int alone)
 		return PLAN_NOJOURNAL;
 	if (journal < 0)
 		return PLAN_SAFE;
-#if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
-	if (!alone)
-		no = PLAN_FILELOG;
-#else
-	(void)alone;			/* no data wait: fsync, as elsewhere */
-	no = PLAN_ORDERED | PLAN_FILELOG;
+#if !defined(HAVE_SYNC_FILE_RANGE) || !defined(HAVE_EXT4_MAGIC)
+	no = PLAN_ORDERED | PLAN_FILELOG;	/* no data wait: fsync */
 #endif
 	for (i = 0; i < sizeof fsplans / sizeof fsplans[0]; i++)
 		if (strcmp(type, fsplans[i].type) == 0 &&
@@ -3098,22 +3098,27 @@ flush_new(const struct file *f, int fd)
 }
 
 /*
- * F's flushes (FL_*), once its plan and the new file's mode are known.  RUN
- * is NULL for one file, always flushed per file; a batch's are per file
- * system where syncfs reports errors (RUN->perfile 0) and the plan has it.
- * The flush after the rename is not skipped by --no-sync where there is no
- * journal and an old file was replaced: its hidden link (FL_KEEP_OLD, so
- * that every state holds a complete file under the target's name:
- * tests/blockcrash, profiles ext2 and ext4-nojournal) may go only once the
- * new name is on disk.  One file keeps its descriptor for FL_FILE_AFTER; a
- * batch only where the mode forbids opening it again (prepare_job).
+ * F's flushes (FL_*), once its plan and the new file's mode are known: per
+ * file where there is one target or syncfs does not report errors
+ * (RUN->perfile), else per file system where the plan has it.
+ * PLAN_FILELOG only where the target's is the only name to change: one
+ * target, no -b.  The flush after the rename is not skipped by --no-sync
+ * where there is no journal and an old file was replaced: its hidden link
+ * (FL_KEEP_OLD, so that every state holds a complete file under the
+ * target's name: tests/blockcrash, profiles ext2 and ext4-nojournal) may go
+ * only once the new name is on disk.  The new file's descriptor is kept for
+ * FL_FILE_AFTER where there is one target, or where its mode forbids
+ * opening it again (a descriptor each would not scale).
  */
 static int
 plan_flushes(const struct run *run, const struct file *f)
 {
 	int plan = f->plan, fl = 0;
-	int per = run == NULL || run->perfile || !(plan & PLAN_SYNCFS);
+	int per = run->perfile || !(plan & PLAN_SYNCFS);
 	int flush = opt.sync || (plan == PLAN_NOJOURNAL && f->exists);
+
+	if (njobs > 1 || opt.backup)
+		plan &= ~PLAN_FILELOG;
 
 	if (per || (plan & PLAN_ORDERED))
 		fl |= (plan & (PLAN_ORDERED | PLAN_FILELOG)) ? FL_WAIT : FL_FSYNC;
@@ -3124,7 +3129,7 @@ plan_flushes(const struct run *run, const struct file *f)
 	if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))
 		fl |= FL_FILE_AFTER;
 	if ((fl & FL_FILE_AFTER) &&
-	    (run == NULL || !(f->meta.mode & (S_IRUSR | S_IWUSR))))
+	    (njobs == 1 || !(f->meta.mode & (S_IRUSR | S_IWUSR))))
 		fl |= FL_KEEPFD;
 	if (plan == PLAN_NOJOURNAL && f->exists && !opt.backup)
 		fl |= FL_KEEP_OLD;
@@ -3409,11 +3414,11 @@ rename_over(struct file *f, char *tmp)
 }
 
 /*
- * A batch's rename durable on FUSE, where the server may not pass the
- * directory's flush on: the renamed file flushed too (the server's fsync of
- * it commits the rename on the file system underneath), through FD if it was
- * kept (FL_KEEPFD), else opened again by NAME.  FD is closed.  One file is
- * flushed through the descriptor it was written with (commit).
+ * A rename made durable by the renamed file's flush (FL_FILE_AFTER): on
+ * btrfs, one target's (PLAN_FILELOG); on FUSE, every one's, as the server
+ * may not pass the directory's flush on (its fsync of the file commits the
+ * rename on the file system underneath).  Through FD if it was kept
+ * (FL_KEEPFD), else opened again by NAME.  FD is closed.
  */
 static int
 flush_named(int dirfd, const char *name, int fd)
@@ -3437,19 +3442,6 @@ flush_named(int dirfd, const char *name, int fd)
 
 
 /*
- * FL_KEEP_OLD's link, once the new name is on disk: removed, and the
- * directory flushed again, so that a crash after exit leaves no litter.
- */
-static int
-drop_old_link(struct file *f)
-{
-	if (opt.backup || f->bakname == NULL || f->bakname[0] == '\0')
-		return 0;
-	unlink_litter(f->dirfd, f->dirpath, f->bakname, "backup link", 1);
-	return flush_fd(f->dirfd);
-}
-
-/*
  * The directory flush failed, so the new name may not be on disk: the old
  * file stays linked under its hidden name (a crash may still need it), and
  * the message says where.
@@ -3463,9 +3455,12 @@ keep_old_link(const char *target, const char *dirpath, char *name)
 	name[0] = '\0';
 }
 
-/* The same for a batch, one flush per directory. */
+/*
+ * FL_KEEP_OLD's links, once the new names are on disk: removed, and each
+ * directory flushed again, so that a crash after exit leaves no litter.
+ */
 static int
-drop_old_links(void)
+drop_old_links(const struct run *run)
 {
 	size_t i;
 	int status = 0;
@@ -3476,96 +3471,20 @@ drop_old_links(void)
 		if (jobs[i].bakname != NULL && jobs[i].bakname[0] != '\0') {
 			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
 			    jobs[i].bakname, "backup link", 1);
-			jobs[jobs[i].dir].flushdir = 1;
+			jobs[jobs[i].dir].flushdir = FLUSH_RENAMED;
 		}
-	for (i = 0; i < njobs; i++)
-		if (jobs[i].flushdir && flush_fd(jobs[i].dirfd) < 0) {
+	for (i = 0; i < njobs; i++) {
+		if (!jobs[i].flushdir || flush_fd(jobs[i].dirfd) == 0)
+			continue;
+		if (run->single)
+			warnx(jobs[i].target, "replaced, but flushing directory"
+			    " %s failed: %s", jobs[i].dirpath, strerror(errno));
+		else
 			warnx(jobs[i].dirpath, "targets replaced, but flushing"
 			    " the directory failed: %s", strerror(errno));
-			status = 3;
-		}
+		status = run->late;
+	}
 	return status;
-}
-
-/*
- * Step 6: rename over the target, then flush the directory.  The exit
- * status, or -1 if the target was not replaced.
- */
-static int
-commit(struct file *f, int fd)
-{
-	int late = opt.command != NULL ? 125 : 3;	/* replaced, but... */
-	int status = 0, r;
-
-	/* The rename made durable: by the directory's flush (FL_DIR);
-	   PLAN_FILELOG: by the new file's instead (FL_FILE_AFTER); PLAN_FUSE:
-	   by both, as the server may not pass the directory's on (the file's
-	   commits the rename on the file system underneath).  The file is
-	   flushed through FD, kept open across the rename (FL_KEEPFD): its
-	   mode may not let it be opened again. */
-	if (!(f->flushes & FL_KEEPFD)) {
-		r = close(fd);
-		fd = -1;
-		if (r < 0)
-			return failed_errno(f->target);
-	}
-	/* A FUSE server hides a file still open when it is renamed over. */
-	if (f->fd >= 0 && !opt.lock) {
-		close(f->fd);
-		f->fd = -1;
-	}
-	if ((r = rename_over(f, f->tmpname)) < 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	if (r > 0)
-		status = late;
-	if ((f->flushes & FL_DIR) && flush_fd(f->dirfd) < 0) {
-		warnx(f->target, "replaced, but flushing directory %s failed:"
-		    " %s; the new content may not survive a crash",
-		    f->dirpath, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		keep_old_link(f->target, f->dirpath, f->bakname);
-		return late;
-	}
-	/* After the flush a close error tells nothing. */
-	if ((f->flushes & FL_FILE_AFTER) &&
-	    flush_named(f->dirfd, f->name, fd) < 0) {
-		warnx(f->target, "replaced, but flushing it failed: %s;"
-		    " the new content may not survive a crash",
-		    strerror(errno));
-		return late;
-	}
-	if (drop_old_link(f) < 0) {
-		warnx(f->target, "replaced, but flushing directory %s failed:"
-		    " %s", f->dirpath, strerror(errno));
-		return late;
-	}
-	if (opt.verbose)
-		warnx(f->target, f->exists ? "replaced" : "created");
-	return status;
-}
-
-/*
- * -C found nothing to change, but the old content may never have reached the
- * disk (written with --no-sync, or by a program that did not flush): exit 0
- * promises that it has.
- */
-static int
-finish_unchanged(const struct file *f)
-{
-	remove_litter(1);
-	if ((f->flushes & FL_OLD) &&
-	    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0)) {
-		failed(f->target, "unchanged, but cannot flush it to disk: %s",
-		    strerror(errno));
-		return f->status;
-	}
-	if (opt.verbose)
-		warnx(f->target, "unchanged");
-	return 0;
 }
 
 /* --print-changed: the target's name on stdout, once it has changed. */
@@ -3582,10 +3501,10 @@ print_changed(const char *target, int status)
 }
 
 /*
- * Many files.  Each target goes through the steps above, with two changes:
- * no temporary file is renamed before all of them are safe (step 5 of the
- * protocol done for every one), and the flushes are made once per file
- * system, not once per file:
+ * The run: every target goes through the steps above; no temporary file is
+ * renamed before all of them are safe (step 5 done for every one), and the
+ * flushes of a batch of several targets are made once per file system, not
+ * once per file:
  *
  *	1. resolve_job		each target's directory, opened before writing
  *	2-4. prepare_job	fill each temporary file; where the journal
@@ -3593,7 +3512,7 @@ print_changed(const char *target, int status)
  *				start its write-back
  *	5. flush_new_files	elsewhere, one syncfs per file system
  *	6. rename_job		rename each one over its target
- *	   flush_dirs		one flush per file system (its directory, or
+ *	7. flush_dirs		one flush per file system (its directory, or
  *				syncfs if its targets are in several)
  *
  * A failure before step 6 replaces nothing.  A step that fails returns to
@@ -3633,17 +3552,23 @@ flush_fs(int fd)
 #endif
 }
 
-/* The descriptors a target's steps keep open, closed. */
+/*
+ * The descriptors a target's steps keep open, closed; not -l's lock, held
+ * until exit.  (A FUSE server hides a file still open when it is renamed
+ * over.)
+ */
 static void
 drop_job(struct file *f)
 {
-	if (f->fd >= 0)
+	if (f->fd >= 0 && !opt.lock) {
 		close(f->fd);
+		f->fd = -1;
+	}
 	if (f->in > STDIN_FILENO)
 		close(f->in);
 	if (f->newfd >= 0)
 		close(f->newfd);
-	f->fd = f->in = f->newfd = -1;
+	f->in = f->newfd = -1;
 }
 
 /* Step 1; the targets of one directory share one descriptor of it. */
@@ -3701,7 +3626,7 @@ resolve_job(struct run *run, struct file *j)
 	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
-		j->plan = fs_plan(j->dirfd, 0);
+		j->plan = fs_plan(j->dirfd);
 	return 0;
 }
 
@@ -3781,8 +3706,31 @@ check_job_dir(struct file *j)
 }
 
 /*
+ * -C found J unchanged: its temporary file goes; the old content, which may
+ * never have reached the disk (written with --no-sync, or by a program that
+ * did not flush), is flushed, as exit 0 promises that it is there.
+ */
+static int
+keep_unchanged(struct file *j)
+{
+	j->state = UNCHANGED;
+	block_signals();
+	unlink_litter(j->dirfd, j->dirpath, j->tmpname, "temporary file", 1);
+	unblock_signals();
+	if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)
+		return failed(j->target, "unchanged, but cannot flush it to"
+		    " disk: %s", strerror(errno));
+	if (j->flushes & FL_OLD)
+		jobs[j->dir].flushdir |= FLUSH_UNCHANGED;
+	return 0;
+}
+
+/*
  * Steps 2 to 5; the new file waits, closed, under its temporary name.  What
- * a failure leaves, abandon removes.
+ * can fail is found before the input is read where it can be known (-C
+ * first needs to know what changes); the one-file form also makes -b's link
+ * once (probe_link), as its input (a command, stdin) can be read only once.
+ * What a failure leaves, abandon removes.
  */
 static int
 prepare_job(struct run *run, struct file *j)
@@ -3790,7 +3738,10 @@ prepare_job(struct run *run, struct file *j)
 	off_t size;
 	int same;
 
-	if (open_target(j) < 0 || decide_metadata(j) < 0)
+	if ((opt.lock ? lock_target(j) : open_target(j)) < 0)
+		return -1;
+	if ((!opt.ifchanged && check_replaceable(j, run->single) < 0) ||
+	    decide_metadata(j) < 0)
 		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (create_temp(j, &j->newfd) < 0 ||
@@ -3798,21 +3749,15 @@ prepare_job(struct run *run, struct file *j)
 	    (same = same_as_old(j, j->newfd, size)) < 0)
 		return -1;
 	if (same) {
-		j->state = UNCHANGED;
-		block_signals();
-		unlinkat(j->dirfd, j->tmpname, 0);
-		j->tmpname[0] = '\0';
-		unblock_signals();
-		if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)
-			return failed(j->target, "unchanged, but cannot flush"
-			    " it to disk: %s", strerror(errno));
-		jobs[j->dir].flushdir |= (j->flushes & FL_OLD) != 0;
+		if (keep_unchanged(j) < 0)
+			return -1;
 	} else {
 		/* Where the journal orders data, waiting for it is enough. */
-		if (check_replaceable(j, 0) < 0 ||
+		if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
 		    apply_metadata(j, j->newfd) < 0 ||
 		    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
-		    flush_new(j, j->newfd) < 0))
+		    flush_new(j, j->newfd) < 0) ||
+		    (opt.lock && lock_new_file(j, j->newfd) < 0))
 			return -1;
 #ifdef HAVE_SYNC_FILE_RANGE
 		/* Elsewhere start writing it now; syncfs reports any error. */
@@ -3821,10 +3766,8 @@ prepare_job(struct run *run, struct file *j)
 			    SYNC_FILE_RANGE_WRITE);
 #endif
 		j->state = READY;
-		/* FUSE: flushed again after the renames, opened by name;
-		   one that its mode forbids its owner to open keeps its
-		   descriptor till then (only these: a descriptor each would
-		   not scale). */
+		/* Flushed again after the rename (FL_FILE_AFTER), through
+		   this descriptor or opened by name. */
 		if (j->flushes & FL_KEEPFD) {
 			j->keptfd = j->newfd;
 			j->newfd = -1;
@@ -3858,6 +3801,7 @@ needs_syncfs(const struct file *j)
 struct fsdirs {
 	dev_t	dev;
 	size_t	dirs, first;
+	int	what;			/* FLUSH_* of its directories */
 };
 
 static size_t
@@ -3871,6 +3815,7 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 		fs[k].dev = dev;
 		fs[k].dirs = 0;
 		fs[k].first = first;
+		fs[k].what = 0;
 		(*n)++;
 	}
 	return k;
@@ -3900,8 +3845,6 @@ flush_new_files(void)
 	return 0;
 }
 
-/* -b: job J's hidden link, made before any target is renamed. */
-
 /* Step 6 for one file. */
 static int
 rename_job(struct run *run, struct file *j)
@@ -3911,16 +3854,19 @@ rename_job(struct run *run, struct file *j)
 	if (r < 0)
 		return -1;
 	if (r > 0)
-		run->lostbackup = 3;
+		run->lostbackup = run->late;
 	j->state = REPLACED;
 	if (j->flushes & FL_DIR)
-		jobs[j->dir].flushdir = 1;
+		jobs[j->dir].flushdir |= FLUSH_RENAMED;
 	return 0;
 }
 
-/* On FUSE, each renamed file too (flush_named); the directories are done. */
+/*
+ * The renamed files whose flush makes their rename durable (FL_FILE_AFTER:
+ * btrfs, one target; FUSE), once the directories are done.
+ */
 static int
-flush_fuse_renames(void)
+flush_renamed_files(const struct run *run)
 {
 	size_t i;
 	int status = 0;
@@ -3935,22 +3881,55 @@ flush_fuse_renames(void)
 			warnx(jobs[i].target, "replaced, but flushing it failed:"
 			    " %s; the new content may not survive a crash",
 			    strerror(errno));
-			status = 3;
+			status = run->late;
 		}
 	return status;
 }
 
+/*
+ * The flush of J's directory, or of its file system if WHOLE, failed after
+ * the renames: said; the exit status, 1 if no target was replaced (DONE).
+ * What it was for (FLUSH_*) says whether targets were replaced there or
+ * only found unchanged.
+ */
+static int
+failed_dir_flush(const struct run *run, const struct file *j, int whole,
+    int what, size_t done)
+{
+	const char *e = strerror(errno);
+
+	if (!(what & FLUSH_RENAMED)) {
+		failed(run->single ? j->target : j->dirpath, "%s, but cannot"
+		    " flush %s to disk: %s", run->single ? "unchanged" :
+		    "targets unchanged", run->single ? "it" : whole ?
+		    "its file system" : "the directory", e);
+		return done > 0 ? run->late : opt.failstatus;
+	}
+	if (run->single)
+		warnx(j->target, "replaced, but flushing directory %s failed:"
+		    " %s; the new content may not survive a crash", j->dirpath,
+		    e);
+	else
+		warnx(j->dirpath, "targets replaced, but flushing %s failed:"
+		    " %s; the new content may not survive a crash", whole ?
+		    "its file system" : "the directory", e);
+	return run->late;
+}
+
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
-flush_dirs(void)
+flush_dirs(const struct run *run, size_t done)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, k, nfs = 0;
 	int status = 0, whole, r;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].flushdir)
-			fs[fs_index(fs, &nfs, jobs[i].dev, i)].dirs++;
+		if (jobs[i].flushdir) {
+			k = fs_index(fs, &nfs, jobs[i].dev, i);
+			fs[k].dirs++;
+			fs[k].what |= jobs[i].flushdir;
+		}
 	for (i = 0; i < njobs; i++) {
 		if (!jobs[i].flushdir)
 			continue;
@@ -3959,16 +3938,12 @@ flush_dirs(void)
 		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
 		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
-		if (r < 0) {
-			warnx(jobs[i].dirpath, "targets replaced, but flushing"
-			    " %s failed: %s; the new content may not survive"
-			    " a crash", whole ? "its file system" :
-			    "the directory", strerror(errno));
-			status = 3;
-		}
+		if (r < 0)
+			status = failed_dir_flush(run, &jobs[i], whole,
+			    whole ? fs[k].what : jobs[i].flushdir, done);
 	}
 	free(fs);
-	return flush_fuse_renames() != 0 ? 3 : status;
+	return flush_renamed_files(run) != 0 ? run->late : status;
 }
 
 /*
@@ -4117,6 +4092,8 @@ prepare_all(struct run *run)
 			nfailed += abandon(&jobs[i]);
 	if (nfailed == 0)
 		nfailed = prepare_renames();
+	if (nfailed > 0 && run->single)
+		return jobs[0].status;
 	if (nfailed > 0) {
 		failed(NULL, "nothing replaced: %zu of %zu targets failed",
 		    nfailed, njobs);
@@ -4149,17 +4126,17 @@ commit_all(struct run *run)
 		left += jobs[i].state == READY;
 	}
 	if (left > 0 && done == 0) {
+		if (run->single)
+			return jobs[0].status;
 		failed(NULL, "nothing replaced");
 		return opt.failstatus;
 	}
-	if (flush_dirs() != 0) {
-		status = 3;
+	if ((status = flush_dirs(run, done)) != 0) {
 		for (i = 0; i < njobs; i++)
 			keep_old_link(jobs[i].target, jobs[i].dirpath,
 			    jobs[i].bakname);
-	} else if (drop_old_links() != 0) {
-		status = 3;
-	}
+	} else
+		status = drop_old_links(run);
 	status = report_jobs(done, left, status != 0 ? status :
 	    run->lostbackup);
 	remove_litter(1);
@@ -4167,19 +4144,24 @@ commit_all(struct run *run)
 	return status;
 }
 
-/* The many-files forms; the exit status. */
+/* Every form, one file or many; the exit status. */
 static int
-replace_many(void)
+replace_all(void)
 {
 	struct run run = { 0 };
 	int status = 0;
 
-	if (opt.batch != NULL && (status = jobs_from_list(&run)) < 0)
+	run.single = opt.target != NULL;
+	run.late = opt.command != NULL ? 125 : 3;
+	if (run.single) {
+		jobs = xjobs(1);
+		add_job(opt.target, opt.input != NULL ? opt.input : "-");
+	} else if (opt.batch != NULL && (status = jobs_from_list(&run)) < 0)
 		status = opt.failstatus;
 	if (status == 0)
 		status = check_sources();
 	if (status == 0) {
-		run.perfile = !syncfs_reports();
+		run.perfile = njobs == 1 || !syncfs_reports();
 		make_dirtab(&run);
 		if ((status = prepare_all(&run)) == 0)
 			status = commit_all(&run);
@@ -4187,57 +4169,6 @@ replace_many(void)
 	remove_litter(1);
 	free(run.dirtab);
 	free(run.list);
-	return status;
-}
-
-/*
- * Steps 1 to 5 for the one-file form: 0 with the new file in *FD, 1 if -C
- * found it unchanged, -1.
- */
-static int
-prepare_one(struct file *f, int *fd)
-{
-	off_t size;
-	int same;
-
-	if (resolve_target(f) < 0 || check_dir(f) < 0)
-		return -1;
-	f->plan = fs_plan(f->dirfd, !opt.backup);
-	if ((opt.lock ? lock_target(f) : open_target(f)) < 0)
-		return -1;
-	/* Before the command runs; -C first needs to know what changes. */
-	if ((!opt.ifchanged && check_replaceable(f, 1) < 0) ||
-	    decide_metadata(f) < 0)
-		return -1;
-	f->flushes = plan_flushes(NULL, f);
-	if (create_temp(f, fd) < 0 ||
-	    (size = *fd >= 0 ? fill_temp(f, *fd) : 0) < 0 ||
-	    (same = same_as_old(f, *fd, size)) < 0)
-		return -1;
-	if (same)
-		return 1;
-	if ((opt.ifchanged && check_replaceable(f, 1) < 0) ||
-	    apply_metadata(f, *fd) < 0 || flush_new(f, *fd) < 0 ||
-	    (opt.lock && lock_new_file(f, *fd) < 0))
-		return -1;
-	return 0;
-}
-
-/* The one-file form; the exit status. */
-static int
-replace_one(struct file *f)
-{
-	int fd, r, status;
-
-	if ((r = prepare_one(f, &fd)) != 0)
-		return r < 0 ? give_up(f) : finish_unchanged(f);
-	block_signals();
-	if (link_backup(f) < 0 || (status = commit(f, fd)) < 0)
-		return give_up(f);	/* signals stay blocked to the exit */
-	if (opt.printchanged)
-		status = print_changed(f->target, status);
-	remove_litter(1);
-	unblock_signals();
 	return status;
 }
 
@@ -4252,9 +4183,5 @@ main(int argc, char *argv[])
 	sigprocmask(SIG_SETMASK, NULL, &origmask);
 	cmdmask = origmask;
 	setup_signals();
-	if (opt.targetdir != NULL || opt.batch != NULL)
-		return replace_many();
-	jobs = xjobs(1);
-	add_job(opt.target, opt.input != NULL ? opt.input : "-");
-	return replace_one(&jobs[0]);
+	return replace_all();
 }

@@ -4,9 +4,10 @@
 # the current directory, a close(2) error on a temporary file, --print-changed
 # with a standard output that cannot be written, a -b backup that cannot be
 # renamed into place, a list that cannot be read (a directory, EIO part-way),
-# --batch=- on a terminal, -t with an empty directory name, and -C after a
-# target the user cannot read.  Errors are injected with strace; the calls to
-# inject are found by a first traced run.
+# --batch=- on a terminal, -t with an empty directory name, -C after a
+# target the user cannot read, and -C whose unchanged target cannot be
+# flushed.  Errors are injected with strace; the calls to inject are found by
+# a first traced run.
 
 # Single quotes keep the words of bash -c and sh -c literal on purpose;
 # $stderr is set by bats' run --separate-stderr.
@@ -124,6 +125,34 @@ ponywrite: ../other/changed: replaced"
 	assert_quiet
 	assert_untouched ../other/same ../other/changed
 	assert_no_litter "$WORK"
+}
+
+# Per file (a kernel before 5.8, faked by setarch), -C flushes an unchanged
+# file and its directory; the directory's is made after the renames, with
+# theirs.  Its failure is the unchanged target's, not a replaced one's.
+@test "-C in a batch: an unchanged target's directory flush fails: said so; exit 1 if nothing was replaced, 3 if something was" {
+	require_cmd strace
+	require_uname26
+	mkdir -p one two s
+	echo same > one/a
+	echo same > two/b
+	cp -p one/a s/a
+	cp -p two/b s/b
+	snapshot one/a two/b
+	local -a inject=(strace -f -qq -o /dev/null -P "$(realpath one)" -e trace=fsync
+	    -e inject=fsync:error=EIO setarch --uname-2.6 "$PONYWRITE" -C)
+	run --separate-stderr "${inject[@]}" --batch=<(pairs one/a s/a two/b s/b)
+	assert_status 1
+	assert_stderr "ponywrite: one: targets unchanged, but cannot flush the directory to disk: $E_EIO"
+	assert_untouched one/a two/b
+	assert_no_litter
+	echo new > s/b
+	run --separate-stderr "${inject[@]}" --batch=<(pairs one/a s/a two/b s/b)
+	assert_status 3
+	assert_stderr_has "ponywrite: one: targets unchanged, but cannot flush the directory to disk: $E_EIO"
+	[[ $stderr != *"targets replaced"* ]] || fail "named the replaced targets: $stderr"
+	assert_untouched one/a
+	assert_content two/b $'new\n'
 }
 
 @test "a close() error on a batch's temporary file: exit 1, nothing replaced, no temporary file" {

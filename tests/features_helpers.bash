@@ -311,3 +311,11 @@ plan()
 	/^rename/ { put("rename") }
 	END { put(""); print substr(out, 2) }')
 }
+
+# setarch --uname-2.6: a kernel before 5.8 faked, whose syncfs does not report
+# errors, so that a batch flushes each file.
+require_uname26()
+{
+	require_cmd setarch
+	setarch --uname-2.6 true 2>/dev/null || skip "setarch --uname-2.6 not supported"
+}

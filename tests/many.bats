@@ -586,8 +586,7 @@ ponywrite: nothing replaced"
 }
 
 @test "a kernel before 5.8 (uname faked by setarch): each new file flushed, no syncfs" {
-	require_cmd setarch
-	setarch --uname-2.6 true 2>/dev/null || skip "setarch --uname-2.6 not supported"
+	require_uname26
 	mkdir -p one two s
 	echo x > s/x
 	echo same > one/c

@@ -42,7 +42,8 @@ M("splice-error-ignored", "copy_fd",
 M("cfr-error-ignored", "copy_span",
   [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
   "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
-M("close-error-ignored", "commit", [("\t\tif (r < 0)\n\t\t\treturn failed_errno(f->target);", "\t\tif (r < -1)\n\t\t\treturn failed_errno(f->target);")],
+M("close-error-ignored", "prepare_job",
+  [("if (j->newfd >= 0 && close(j->newfd) < 0) {", "if (j->newfd >= 0 && close(j->newfd) < -1) {")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "rename_over",
   [("if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {",
@@ -50,36 +51,35 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "prepare_one", [("flush_new(f, *fd) < 0", "0")],
+M("no-data-flush", "prepare_job",
+  [("((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0)", "0")],
   "the temporary file is not flushed before the rename", "flush")
-M("data-flush-error-ignored", "prepare_one",
-  [("flush_new(f, *fd) < 0", "flush_new(f, *fd) < -1")],
+M("data-flush-error-ignored", "prepare_job",
+  [("flush_new(j, j->newfd) < 0", "flush_new(j, j->newfd) < -1")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
   "fdatasync instead of fsync: mode and owner not flushed", "flush")
 M("flush-retried", "flush_fd", [("errno == EINTR", "errno != 0")],
   "a failed fsync is retried until it succeeds (fsyncgate)", "flush")
-M("no-dir-flush", "commit",
-  [("if ((f->flushes & FL_DIR) && flush_fd(f->dirfd) < 0) {", "if (0) {")],
+M("no-dir-flush", "rename_job",
+  [("\tif (j->flushes & FL_DIR)\n", "\tif (0)\n")],
   "the directory is not flushed after the rename", "flush")
-M("dir-flush-status-0", "commit",
-  [("keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn late;",
-    "keep_old_link(f->target, f->dirpath, f->bakname);\n\t\treturn 0;")],
+M("dir-flush-status-0", "failed_dir_flush",
+  [('"its file system" : "the directory", e);\n\treturn run->late;', '"its file system" : "the directory", e);\n\treturn 0;')],
   "a failed directory flush exits 0 instead of 3", "status")
-M("file-flush-status-0", "commit",
-  [("strerror(errno));\n\t\treturn late;\n\t}\n\tif (drop_old_link(f)", "strerror(errno));\n\t\treturn 0;\n\t}\n\tif (drop_old_link(f)")],
+M("file-flush-status-0", "flush_renamed_files",
+  [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
-M("flush-before-metadata", "prepare_one",
-  [("apply_metadata(f, *fd) < 0 || flush_new(f, *fd) < 0 ||", "flush_new(f, *fd) < 0 || apply_metadata(f, *fd) < 0 ||")],
-  "the temporary file is flushed before its owner, attributes and mode are set",
-  "flush")
+M("flush-before-metadata", "prepare_job",
+  [("apply_metadata(j, j->newfd) < 0 ||\n\t\t    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0) ||", "((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0) ||\n\t\t    apply_metadata(j, j->newfd) < 0 ||")],
+  "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
-M("unchanged-not-flushed", "finish_unchanged",
-  [("if ((f->flushes & FL_OLD) &&\n\t    (flush_fd(f->fd) < 0 || flush_fd(f->dirfd) < 0))", "if (0)")],
+M("unchanged-not-flushed", "keep_unchanged",
+  [("if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)", "if (0)"), ("\tif (j->flushes & FL_OLD)\n\t\tjobs[j->dir].flushdir", "\tif (0)\n\t\tjobs[j->dir].flushdir")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
-M("nosync-skips-data-flush", "prepare_one",
-  [("flush_new(f, *fd) < 0", "(opt.sync && flush_new(f, *fd) < 0)")],
+M("nosync-skips-data-flush", "prepare_job",
+  [("flush_new(j, j->newfd) < 0)", "(opt.sync && flush_new(j, j->newfd) < 0))")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
   [("if (errno != ENOSYS)\n\t\t\treturn -1;", "")],
@@ -105,7 +105,7 @@ M("fuse-renamed-file-not-flushed", "plan_flushes",
   [("if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
     "if (flush && (plan & (run == NULL ? PLAN_FILELOG :\n\t    PLAN_FILELOG | PLAN_FUSE)))")],
   "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
-M("fuse-batch-renamed-not-flushed", "flush_fuse_renames",
+M("fuse-batch-renamed-not-flushed", "flush_renamed_files",
   [("if (jobs[i].state != REPLACED ||\n\t\t    !(jobs[i].flushes & FL_FILE_AFTER)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
 M("failed-rename-drops-kept-links", "remove_file_litter",
@@ -126,14 +126,12 @@ M("filelog-dir-flushed", "plan_flushes",
   "btrfs: the data only waited for, then the directory flushed, not the file"
   " (that log commit does not carry the data: empty targets after a power cut)",
   "flush")
-M("filelog-with-backup", "prepare_one",
-  [("f->plan = fs_plan(f->dirfd, !opt.backup);", "f->plan = fs_plan(f->dirfd, 1);")],
-  "btrfs -b: the renamed file is flushed, not the directory, so TARGET~ may"
-  " be lost after exit 0", "backup")
-M("filelog-in-batch", "resolve_job",
-  [("j->plan = fs_plan(j->dirfd, 0);", "j->plan = fs_plan(j->dirfd, 1);")],
-  "btrfs before Linux 5.8 (a flush per file): a batch's files only waited"
-  " for, then their directory flushed", "many")
+M("filelog-with-backup", "plan_flushes",
+  [("if (njobs > 1 || opt.backup)", "if (njobs > 1)")],
+  "btrfs -b: the renamed file is flushed, not the directory, so TARGET~ may be lost after exit 0", "backup")
+M("filelog-in-batch", "plan_flushes",
+  [("if (njobs > 1 || opt.backup)", "if (opt.backup)")],
+  "btrfs before Linux 5.8 (a flush per file): a batch's files only waited for, then their directory flushed", "many")
 M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
@@ -152,10 +150,9 @@ M("litter-backup-link", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirp
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
-M("litter-on-command-failure", "replace_one",
-  [("return r < 0 ? give_up(f) : finish_unchanged(f);",
-    "return r < 0 ? f->status : finish_unchanged(f);")],
-  "a failing command leaves the temporary file", "litter")
+M("litter-after-failed-batch", "replace_all",
+  [("\tremove_litter(1);\n\tfree(run.dirtab);", "\tfree(run.dirtab);")],
+  "when a target fails, the other targets' new files are left", "litter")
 M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
   "a temporary file that cannot be removed (read-only file system) is not named", "litter")
 
@@ -270,7 +267,8 @@ M("backup-renamed-first", "rename_over",
 M("backup-hidden-left", "rename_backup",
   [("if (fstatat(f->dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(f->dirfd, f->bakname, 0);", "")],
   "a backup that already was TARGET~ leaves its hidden link", "backup")
-M("backup-status-0", "commit", [("status = late;", "status = 0;")],
+M("backup-status-0", "commit_all",
+  [("status != 0 ? status :\n\t    run->lostbackup)", "status)")],
   "a failed backup rename exits 0", "status")
 M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path, &w) :", "")],
   "-p creates no directory", "parents")
@@ -291,8 +289,6 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("signals-not-held-at-rename", "replace_one", [("block_signals();\n\tif (link_backup(f) < 0 ||", "if (link_backup(f) < 0 ||")],
-  "a signal during the rename kills ponywrite before the directory flush", "signals")
 M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
 M("usage-status-1", "usage_error", [("return 2;", "return 1;")],
@@ -333,7 +329,8 @@ M("lock-stale-inode", "lock_once",
 M("append-without-lock", "parse_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
-M("lock-gap-at-rename", "prepare_one", [(" ||\n\t    (opt.lock && lock_new_file(f, *fd) < 0))", ")")],
+M("lock-gap-at-rename", "prepare_job",
+  [(" ||\n\t\t    (opt.lock && lock_new_file(j, j->newfd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
 M("lock-file-left", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->lockname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
@@ -357,7 +354,8 @@ M("many-syncfs-after-renames", "commit_all",
 M("many-no-dir-flush", "flush_dirs",
   [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
   "nothing is flushed after the renames", "many")
-M("many-dir-flush-status-0", "commit_all", [("status = 3;", "status = 0;")],
+M("many-dir-flush-status-0", "flush_dirs",
+  [("\t\t\tstatus = failed_dir_flush(", "\t\t\tfailed_dir_flush(")],
   "a failed flush after the renames exits 0 instead of 3", "many")
 M("many-failure-renames-others", "prepare_all", [("if (nfailed > 0) {", "if (0) {")],
   "a target that failed does not stop the others from being renamed", "many")
@@ -391,7 +389,7 @@ M("many-ordered-not-waited", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))", "if (per)")],
   "where the journal orders data, the new files are not waited for", "many")
 M("many-ordered-everywhere", "resolve_job",
-  [("j->plan = fs_plan(j->dirfd, 0);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
+  [("j->plan = fs_plan(j->dirfd);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
   "every file system is taken for one whose journal orders data", "many")
 
 # --- checks before the first rename (tests/before-rename.bats)
@@ -412,8 +410,8 @@ M("many-dir-inode-only", "dir_slot",
   [(" ^\n\t    (unsigned long long)dev);", ");"),
    ("(jobs[*s - 1].dev == dev &&\n\t\t    jobs[*s - 1].ino == ino)", "jobs[*s - 1].ino == ino")],
   "two mount roots with one inode number are taken for one directory", "many")
-M("many-unchanged-temp-cwd", "prepare_job",
-  [("unlinkat(j->dirfd, j->tmpname, 0);", "unlinkat(AT_FDCWD, j->tmpname, 0);")],
+M("many-unchanged-temp-cwd", "keep_unchanged",
+  [("unlink_litter(j->dirfd, j->dirpath, j->tmpname,", "unlink_litter(AT_FDCWD, j->dirpath, j->tmpname,")],
   "-C in a batch leaves the temporary file beside an unchanged target", "litter")
 M("many-close-error-ignored", "prepare_job",
   [("if (j->newfd >= 0 && close(j->newfd) < 0) {", "if (0) {")],
@@ -421,7 +419,8 @@ M("many-close-error-ignored", "prepare_job",
 M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
   "--print-changed in a batch to a full disk exits 0", "status")
-M("many-backup-rename-status-lost", "rename_job", [("\t\trun->lostbackup = 3;", "\t\t;")],
+M("many-backup-rename-status-lost", "rename_job",
+  [("\t\trun->lostbackup = run->late;", "\t\t;")],
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
 M("many-list-read-error-eof", "read_list", [("if (r < 0)", "if (0)")],
   "a read error of --batch's list is taken as its end", "many")
