@@ -26,6 +26,12 @@
  * prepare_all makes steps 1 to 5 for every target, commit_all 6 and 7.  Any
  * failure before step 6 removes the temporary files and leaves every target
  * as it was.  Only after step 7 does ponywrite exit 0.
+ *
+ * The sections of this file (grep '^/\* ====') follow the order of the run:
+ * errors and messages; system calls; options; signals; step 1, resolving the
+ * target and the kernel's protections; locks; the new file's metadata,
+ * decided; steps 2 to 5, the last of them the flush plan; the checks before
+ * the first rename; steps 6 and 7; the run, for every target; main.
  */
 #define _GNU_SOURCE
 #define _FILE_OFFSET_BITS 64
@@ -278,7 +284,9 @@ help(void)
 	    "\nSee ponywrite(1) for the details.\n", stdout);
 }
 
-/* Error handling: remove what we made, say why, exit. */
+/* ==== Errors and messages ==== */
+
+/* Remove what we made, say why, exit. */
 
 static void warnx(const char *, const char *, ...);
 
@@ -530,7 +538,9 @@ xjobs(size_t n)
 	return j;
 }
 
-/* System call wrappers: retry EINTR, finish short writes. */
+/* ==== System calls ==== */
+
+/* Wrappers: retry EINTR, finish short writes. */
 
 static int
 xwrite(int fd, const char *p, size_t n)
@@ -663,7 +673,32 @@ split_path(const char *path, char **dir, char **name)
 	return -1;
 }
 
-/* Options. */
+/* ==== Options ==== */
+
+
+/*
+ * The permissions after an operator of a symbolic mode, from *SP (moved past
+ * them), given the mode M so far.
+ */
+static mode_t
+mode_perms(const char **sp, mode_t m)
+{
+	const char *s = *sp;
+	mode_t perm = 0, n;
+
+	/* As chmod(1): a copied class ("g=u") takes no letters. */
+	if (*s != '\0' && strchr("ugo", *s) != NULL) {
+		n = *s == 'u' ? m >> 6 & 7 : *s == 'g' ? m >> 3 & 7 : m & 7;
+		*sp = s + 1;
+		return n << 6 | n << 3 | n;
+	}
+	for (; *s != '\0' && strchr("rwxXst", *s) != NULL; s++)
+		perm |= *s == 'r' ? 0444 : *s == 'w' ? 0222 : *s == 'x' ?
+		    0111 : *s == 's' ? 06000 : *s == 't' ? 01000 :
+		    (m & 0111 ? 0111 : 0);
+	*sp = s;
+	return perm;
+}
 
 /*
  * Apply chmod(1) MODE to BASE.  Without a "who", bits set in UMASK are left
@@ -692,21 +727,7 @@ parse_mode(const char *s, mode_t base, mode_t umask, mode_t *res)
 			return -1;
 		while (*s != '\0' && strchr("+-=", *s) != NULL) {
 			op = *s++;
-			perm = 0;
-			/* As chmod(1): a copied class ("g=u") takes no letters. */
-			if (*s != '\0' && strchr("ugo", *s) != NULL) {
-				n = *s == 'u' ? m >> 6 & 7 : *s == 'g' ?
-				    m >> 3 & 7 : m & 7;
-				perm = n << 6 | n << 3 | n;
-				s++;
-			} else {
-				for (; *s != '\0' && strchr("rwxXst", *s) != NULL;
-				    s++)
-					perm |= *s == 'r' ? 0444 : *s == 'w' ?
-					    0222 : *s == 'x' ? 0111 : *s == 's' ?
-					    06000 : *s == 't' ? 01000 :
-					    (m & 0111 ? 0111 : 0);
-			}
+			perm = mode_perms(&s, m);
 			if (op == '+')
 				m |= perm & mask;
 			else if (op == '-')
@@ -992,39 +1013,40 @@ many_options(char **argv)
 	return opt.targetdir != NULL ? jobs_from_args(argv) : 0;
 }
 
+/* The options, as help() describes them. */
+static const struct option longopts[] = {
+	{ "append",		no_argument,		NULL, 'a' },
+	{ "backup",		no_argument,		NULL, 'b' },
+	{ "batch",		required_argument,	NULL, OPT_BATCH },
+	{ "if-changed",		no_argument,		NULL, 'C' },
+	{ "no-empty",		no_argument,		NULL, 'E' },
+	{ "group",		required_argument,	NULL, 'g' },
+	{ "help",		no_argument,		NULL, OPT_HELP },
+	{ "input",		required_argument,	NULL, 'i' },
+	{ "lock",		no_argument,		NULL, 'l' },
+	{ "mode",		required_argument,	NULL, 'm' },
+	{ "no-sync",		no_argument,		NULL, OPT_NOSYNC },
+	{ "owner",		required_argument,	NULL, 'o' },
+	{ "parents",		no_argument,		NULL, 'p' },
+	{ "print-changed",	no_argument,		NULL, OPT_PRINT },
+	{ "no-dereference",	no_argument,		NULL, 'P' },
+	{ "suffix",		required_argument,	NULL, 'S' },
+	{ "target-directory",	required_argument,	NULL, 't' },
+	{ "verbose",		no_argument,		NULL, 'v' },
+	{ "version",		no_argument,		NULL, OPT_VERSION },
+	{ "wait",		required_argument,	NULL, 'w' },
+	{ "null",		no_argument,		NULL, 'z' },
+	{ NULL,			0,			NULL, 0 }
+};
+static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:z";
+
 /*
- * 0 to go on; 2 after a usage error; -1 after --help or --version, whose
- * exit status is close_stdout()'s.
+ * The options, into opt: 0; 2 after a usage error; -1 after --help or
+ * --version.
  */
 static int
-parse_options(int argc, char *argv[])
+read_options(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-		{ "append",		no_argument,		NULL, 'a' },
-		{ "backup",		no_argument,		NULL, 'b' },
-		{ "batch",		required_argument,	NULL, OPT_BATCH },
-		{ "if-changed",		no_argument,		NULL, 'C' },
-		{ "no-empty",		no_argument,		NULL, 'E' },
-		{ "group",		required_argument,	NULL, 'g' },
-		{ "help",		no_argument,		NULL, OPT_HELP },
-		{ "input",		required_argument,	NULL, 'i' },
-		{ "lock",		no_argument,		NULL, 'l' },
-		{ "mode",		required_argument,	NULL, 'm' },
-		{ "no-sync",		no_argument,		NULL, OPT_NOSYNC },
-		{ "owner",		required_argument,	NULL, 'o' },
-		{ "parents",		no_argument,		NULL, 'p' },
-		{ "print-changed",	no_argument,		NULL, OPT_PRINT },
-		{ "no-dereference",	no_argument,		NULL, 'P' },
-		{ "suffix",		required_argument,	NULL, 'S' },
-		{ "target-directory",	required_argument,	NULL, 't' },
-		{ "verbose",		no_argument,		NULL, 'v' },
-		{ "version",		no_argument,		NULL, OPT_VERSION },
-		{ "wait",		required_argument,	NULL, 'w' },
-		{ "null",		no_argument,		NULL, 'z' },
-		{ NULL,			0,			NULL, 0 }
-	};
-	static const char shortopts[] = "+:abCEg:i:lm:o:pPS:t:vw:z";
-	mode_t unused;
 	int ch, status = 0;
 
 	opterr = 0;
@@ -1056,17 +1078,13 @@ parse_options(int argc, char *argv[])
 		    (const char *const *)argv, longopts);
 		}
 	}
-	argv += optind;
-	if (status != 0)
-		return status;
-	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
-		return usage_hint("invalid mode: '%s'", opt.mode);
-	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
-		return usage_hint("invalid suffix: '%s'", opt.suffix);
-	if (opt.null && !opt.printchanged)
-		return usage_hint("-z (--null) needs --print-changed");
-	if (opt.targetdir != NULL || opt.batch != NULL)
-		return many_options(argv);
+	return status;
+}
+
+/* The one-file form's operands, TARGET [COMMAND...]: 0, or 2 (usage). */
+static int
+one_file_options(char **argv)
+{
 	if ((opt.target = *argv++) == NULL)
 		return usage_error("missing target%s", "");
 	if (*argv != NULL)
@@ -1085,7 +1103,33 @@ parse_options(int argc, char *argv[])
 	return 0;
 }
 
-/* Signals: remove the temporary file and die by the same signal. */
+/*
+ * 0 to go on; 2 after a usage error; -1 after --help or --version, whose
+ * exit status is close_stdout()'s.
+ */
+static int
+parse_options(int argc, char *argv[])
+{
+	mode_t unused;
+	int status;
+
+	if ((status = read_options(argc, argv)) != 0)
+		return status;
+	argv += optind;
+	if (opt.mode != NULL && parse_mode(opt.mode, 0, 0, &unused) < 0)
+		return usage_hint("invalid mode: '%s'", opt.mode);
+	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
+		return usage_hint("invalid suffix: '%s'", opt.suffix);
+	if (opt.null && !opt.printchanged)
+		return usage_hint("-z (--null) needs --print-changed");
+	if (opt.targetdir != NULL || opt.batch != NULL)
+		return many_options(argv);
+	return one_file_options(argv);
+}
+
+/* ==== Signals ==== */
+
+/* Remove the temporary files and die by the same signal. */
 
 static _Noreturn void
 die_by(int sig)
@@ -1202,7 +1246,7 @@ open_std_fds(void)
 	return 0;
 }
 
-/* Step 1: resolve the target and open its directory. */
+/* ==== Step 1: resolving the target; the kernel's protections ==== */
 
 /*
  * In a sticky directory DIRFD that others can write to (WRITABLE: the bits
@@ -1314,28 +1358,17 @@ in_procfs(int fd)
 }
 
 /*
- * Component NAME of directory FD, opened with FLAGS (O_DIRECTORY for a
- * directory).  A symbolic link is followed here, by the sticky-directory
- * rule, never by the kernel; but for the links of /proc, which stand for
- * open files (/dev/stdin, -i <(command)) and are in no sticky directory.
+ * NAME in FD, which O_NOFOLLOW refused to open (errno ENOTDIR or ELOOP): 0
+ * if it is a symbolic link the walk may follow, as protected_symlinks lets
+ * the kernel; -1 and errno if not (EACCES: planted by another user, said in
+ * W).
  */
 static int
-walk_component(int fd, const char *name, int flags, struct walk *w)
+followable_link(int fd, const char *name, struct walk *w)
 {
 	struct stat st;
-	char link[PATH_MAX];
-	ssize_t len;
-	int sub, e;
+	int e = errno;
 
-	sub = xopenat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (sub >= 0) {
-		join_into(link, sizeof link, w->at, name);
-		memcpy(w->at, link, strlen(link) + 1);
-		return sub;
-	}
-	if (errno != ENOTDIR && errno != ELOOP)
-		return -1;
-	e = errno;
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISLNK(st.st_mode)) {
 		errno = e;
@@ -1352,6 +1385,31 @@ walk_component(int fd, const char *name, int flags, struct walk *w)
 		errno = EACCES;
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * Component NAME of directory FD, opened with FLAGS (O_DIRECTORY for a
+ * directory).  A symbolic link is followed here, by the sticky-directory
+ * rule, never by the kernel; but for the links of /proc, which stand for
+ * open files (/dev/stdin, -i <(command)) and are in no sticky directory.
+ */
+static int
+walk_component(int fd, const char *name, int flags, struct walk *w)
+{
+	char link[PATH_MAX];
+	ssize_t len;
+	int sub;
+
+	sub = xopenat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (sub >= 0) {
+		join_into(link, sizeof link, w->at, name);
+		memcpy(w->at, link, strlen(link) + 1);
+		return sub;
+	}
+	if ((errno != ENOTDIR && errno != ELOOP) ||
+	    followable_link(fd, name, w) < 0)
+		return -1;
 	if (in_procfs(fd))
 		return xopenat(fd, name, flags | O_CLOEXEC, 0);
 	if ((len = readlinkat(fd, name, link, sizeof link)) < 0)
@@ -1737,6 +1795,8 @@ open_target(struct file *f)
 	return check_protected_regular(f);
 }
 
+/* ==== Locks: -l, -w ==== */
+
 static int
 same_file(const struct stat *a, const struct stat *b)
 {
@@ -1965,6 +2025,8 @@ lock_new_file(const struct file *f, int fd)
 	return 0;
 }
 
+/* ==== The new file's metadata, decided ==== */
+
 /*
  * POSIX ACLs as the kernel stores them in system.posix_acl_*: a little-endian
  * header (version 2), then 8-byte entries: tag (16 bits), permissions (16
@@ -2068,7 +2130,7 @@ decide_metadata(struct file *f)
 	return 0;
 }
 
-/* Step 2: the temporary file. */
+/* ==== Step 2: the temporary file ==== */
 
 static int
 random_chars(char *p, size_t n)
@@ -2182,7 +2244,7 @@ create_temp(struct file *f, int *fd)
 	return failed_temp(f, EEXIST);
 }
 
-/* Step 3: fill it. */
+/* ==== Step 3: copying, write-behind, the command, -C ==== */
 
 static const char *
 input_name(const struct file *f)
@@ -2357,6 +2419,36 @@ copy_regular(struct file *f, int in, off_t start, const struct stat *st,
 	return end - start;
 }
 
+#ifdef HAVE_SPLICE
+/*
+ * A pipe into OUT, whose content goes at offset AT, with splice(2), *TOTAL
+ * bytes so far: 1 when it is all copied; 0 where splice cannot be used
+ * (read(2) goes on after *TOTAL bytes); -1.
+ */
+static int
+splice_pipe(struct file *f, int in, int out, off_t at, off_t *total)
+{
+	ssize_t n;
+
+#ifdef F_SETPIPE_SZ
+	/* A larger pipe means fewer, larger splices; failing is harmless. */
+	fcntl(in, F_SETPIPE_SZ, 1 << 20);
+#endif
+	while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
+	    (n < 0 && errno == EINTR)) {
+		*total += n > 0 ? n : 0;
+		if (write_behind(f, out, at + *total) < 0)
+			return -1;
+	}
+	if (n == 0)
+		return 1;
+	if (dest_error(errno) || errno == EIO)
+		return failed_write(f);
+	return 0;
+}
+#endif
+
+/* IN (named INNAME) into OUT from its offset on: the bytes copied, or -1. */
 static off_t
 copy_fd(struct file *f, int in, int out, const char *inname)
 {
@@ -2374,20 +2466,10 @@ copy_fd(struct file *f, int in, int out, const char *inname)
 		return copy_regular(f, in, start, &st, out, at, inname);
 #ifdef HAVE_SPLICE
 	if (S_ISFIFO(st.st_mode)) {
-#ifdef F_SETPIPE_SZ
-		/* A larger pipe means fewer, larger splices; failing is harmless. */
-		fcntl(in, F_SETPIPE_SZ, 1 << 20);
-#endif
-		while ((n = splice(in, NULL, out, NULL, CHUNK, SPLICE_F_MORE)) > 0 ||
-		    (n < 0 && errno == EINTR)) {
-			total += n > 0 ? n : 0;
-			if (write_behind(f, out, at + total) < 0)
-				return -1;
-		}
-		if (n == 0)
-			return total;
-		if (dest_error(errno) || errno == EIO)
-			return failed_write(f);
+		int r = splice_pipe(f, in, out, at, &total);
+
+		if (r != 0)
+			return r < 0 ? -1 : total;
 	}
 #endif
 	while ((n = xread(in, buf, sizeof buf)) > 0) {
@@ -2663,7 +2745,7 @@ same_as_old(struct file *f, int fd, off_t size)
 	return fd < 0 ? input_unchanged(f, -fd) : unchanged(f, fd, size);
 }
 
-/* Step 4: metadata, on the descriptor, owner first (it clears set-id bits). */
+/* ==== Step 4: metadata, on the descriptor ==== */
 
 #ifdef HAVE_XATTR
 /*
@@ -2826,6 +2908,7 @@ set_mode(const struct file *f, int fd)
 	    (unsigned)(st.st_mode & 07777));
 }
 
+/* Step 4: the owner first (chown(2) clears set-id bits), attributes, mode. */
 static int
 apply_metadata(const struct file *f, int fd)
 {
@@ -2843,6 +2926,8 @@ apply_metadata(const struct file *f, int fd)
 		return -1;
 	return set_mode(f, fd);
 }
+
+/* ==== Step 5: the flush plan ==== */
 
 /*
  * Step 5: the data on the device before the rename.
@@ -3140,6 +3225,8 @@ plan_flushes(const struct run *run, const struct file *f)
 	return fl;
 }
 
+/* ==== Before the first rename: the checks ==== */
+
 /*
  * Before the rename: what would make it fail is looked for while nothing is
  * written where that can be known (before a command runs), and in any case
@@ -3372,6 +3459,8 @@ check_replaceable(struct file *f, int backup)
 	return max < 0 ? -1 : probe_link(f, max);
 }
 
+/* ==== Steps 6 and 7: the renames and the flushes after them ==== */
+
 static int
 rename_backup(struct file *f)
 {
@@ -3499,6 +3588,8 @@ print_changed(const char *target, int status)
 	}
 	return status;
 }
+
+/* ==== The run: every target, one or many ==== */
 
 /*
  * The run: every target goes through the steps above; no temporary file is
@@ -3726,6 +3817,34 @@ keep_unchanged(struct file *j)
 }
 
 /*
+ * Steps 4 and 5 for J's new file, which then waits for its rename: READY.
+ * Where the journal orders data, waiting for it is enough; elsewhere its
+ * write-back is started now, and syncfs reports any error (FL_START).
+ */
+static int
+make_ready(const struct run *run, struct file *j)
+{
+	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
+	    apply_metadata(j, j->newfd) < 0 ||
+	    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
+	    flush_new(j, j->newfd) < 0) ||
+	    (opt.lock && lock_new_file(j, j->newfd) < 0))
+		return -1;
+#ifdef HAVE_SYNC_FILE_RANGE
+	if (j->flushes & FL_START)
+		sync_file_range(j->newfd, 0, 0, SYNC_FILE_RANGE_WRITE);
+#endif
+	j->state = READY;
+	/* Flushed again after the rename (FL_FILE_AFTER), through this
+	   descriptor or opened by name. */
+	if (j->flushes & FL_KEEPFD) {
+		j->keptfd = j->newfd;
+		j->newfd = -1;
+	}
+	return 0;
+}
+
+/*
  * Steps 2 to 5; the new file waits, closed, under its temporary name.  What
  * can fail is found before the input is read where it can be known (-C
  * first needs to know what changes); the one-file form also makes -b's link
@@ -3733,7 +3852,7 @@ keep_unchanged(struct file *j)
  * What a failure leaves, abandon removes.
  */
 static int
-prepare_job(struct run *run, struct file *j)
+prepare_job(const struct run *run, struct file *j)
 {
 	off_t size;
 	int same;
@@ -3748,31 +3867,8 @@ prepare_job(struct run *run, struct file *j)
 	    (size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(j, j->newfd, size)) < 0)
 		return -1;
-	if (same) {
-		if (keep_unchanged(j) < 0)
-			return -1;
-	} else {
-		/* Where the journal orders data, waiting for it is enough. */
-		if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
-		    apply_metadata(j, j->newfd) < 0 ||
-		    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
-		    flush_new(j, j->newfd) < 0) ||
-		    (opt.lock && lock_new_file(j, j->newfd) < 0))
-			return -1;
-#ifdef HAVE_SYNC_FILE_RANGE
-		/* Elsewhere start writing it now; syncfs reports any error. */
-		if (j->flushes & FL_START)
-			sync_file_range(j->newfd, 0, 0,
-			    SYNC_FILE_RANGE_WRITE);
-#endif
-		j->state = READY;
-		/* Flushed again after the rename (FL_FILE_AFTER), through
-		   this descriptor or opened by name. */
-		if (j->flushes & FL_KEEPFD) {
-			j->keptfd = j->newfd;
-			j->newfd = -1;
-		}
-	}
+	if ((same ? keep_unchanged(j) : make_ready(run, j)) < 0)
+		return -1;
 	if (j->newfd >= 0 && close(j->newfd) < 0) {
 		j->newfd = -1;
 		return failed_errno(j->target);
@@ -3980,7 +4076,8 @@ report_jobs(size_t done, size_t left, int status)
 			warnx(jobs[i].target, jobs[i].state == REPLACED ?
 			    "replaced" : jobs[i].state == UNCHANGED ?
 			    "unchanged" : "not replaced");
-		else if (opt.verbose)
+		/* Not after a failure (exit 1): only what was done. */
+		else if (opt.verbose && status != opt.failstatus)
 			warnx(jobs[i].target, jobs[i].state == UNCHANGED ?
 			    "unchanged" : jobs[i].exists ? "replaced" :
 			    "created");
@@ -4171,6 +4268,8 @@ replace_all(void)
 	free(run.list);
 	return status;
 }
+
+/* ==== main ==== */
 
 int
 main(int argc, char *argv[])

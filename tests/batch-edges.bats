@@ -141,7 +141,8 @@ ponywrite: ../other/changed: replaced"
 	snapshot one/a two/b
 	local -a inject=(strace -f -qq -o /dev/null -P "$(realpath one)" -e trace=fsync
 	    -e inject=fsync:error=EIO setarch --uname-2.6 "$PONYWRITE" -C)
-	run --separate-stderr "${inject[@]}" --batch=<(pairs one/a s/a two/b s/b)
+	# -v: after a failure, no line says "unchanged".
+	run --separate-stderr "${inject[@]}" -v --batch=<(pairs one/a s/a two/b s/b)
 	assert_status 1
 	assert_stderr "ponywrite: one: targets unchanged, but cannot flush the directory to disk: $E_EIO"
 	assert_untouched one/a two/b

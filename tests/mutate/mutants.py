@@ -35,8 +35,8 @@ M("read-error-ignored", "copy_fd", [("if (n < 0)\n\t\treturn failed_errno(inname
   "a read error of the input is taken as end of file", "read")
 M("pread-error-ignored", "copy_pread", [("if (n < 0)\n\t\treturn failed_errno(inname);", "")],
   "a pread error of the input is taken as end of file", "read")
-M("splice-error-ignored", "copy_fd",
-  [("if (dest_error(errno) || errno == EIO)\n\t\t\treturn failed_write(f);", "")],
+M("splice-error-ignored", "splice_pipe",
+  [("if (dest_error(errno) || errno == EIO)\n\t\treturn failed_write(f);", "")],
   "an ENOSPC or EIO from splice falls back to read(2) instead of failing",
   "write")
 M("cfr-error-ignored", "copy_span",
@@ -51,10 +51,10 @@ M("rename-error-ignored", "rename_over",
   "a failed rename is reported as success", "rename")
 
 # --- flushes removed, moved, retried, weakened
-M("no-data-flush", "prepare_job",
-  [("((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0)", "0")],
+M("no-data-flush", "make_ready",
+  [("((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0)", "0")],
   "the temporary file is not flushed before the rename", "flush")
-M("data-flush-error-ignored", "prepare_job",
+M("data-flush-error-ignored", "make_ready",
   [("flush_new(j, j->newfd) < 0", "flush_new(j, j->newfd) < -1")],
   "a failed flush of the temporary file is ignored", "flush")
 M("fdatasync-not-fsync", "flush_fd", [("fsync(fd)", "fdatasync(fd)")],
@@ -70,15 +70,15 @@ M("dir-flush-status-0", "failed_dir_flush",
 M("file-flush-status-0", "flush_renamed_files",
   [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
-M("flush-before-metadata", "prepare_job",
-  [("apply_metadata(j, j->newfd) < 0 ||\n\t\t    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0) ||", "((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t\t    flush_new(j, j->newfd) < 0) ||\n\t\t    apply_metadata(j, j->newfd) < 0 ||")],
+M("flush-before-metadata", "make_ready",
+  [("apply_metadata(j, j->newfd) < 0 ||\n\t    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    apply_metadata(j, j->newfd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
 M("unchanged-not-flushed", "keep_unchanged",
   [("if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)", "if (0)"), ("\tif (j->flushes & FL_OLD)\n\t\tjobs[j->dir].flushdir", "\tif (0)\n\t\tjobs[j->dir].flushdir")],
   "-C exits 0 on an unchanged file that was never flushed", "flush")
-M("nosync-skips-data-flush", "prepare_job",
+M("nosync-skips-data-flush", "make_ready",
   [("flush_new(j, j->newfd) < 0)", "(opt.sync && flush_new(j, j->newfd) < 0))")],
   "--no-sync also skips the flush before the rename", "nosync")
 M("data-wait-error-ignored", "flush_data",
@@ -132,7 +132,7 @@ M("filelog-with-backup", "plan_flushes",
 M("filelog-in-batch", "plan_flushes",
   [("if (njobs > 1 || opt.backup)", "if (opt.backup)")],
   "btrfs before Linux 5.8 (a flush per file): a batch's files only waited for, then their directory flushed", "many")
-M("nosync-ignored", "parse_options", [("opt.sync = 0;", "opt.sync = 1;")],
+M("nosync-ignored", "read_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
 # --- the temporary file: O_EXCL, O_NOFOLLOW, 0600, litter
@@ -198,7 +198,7 @@ M("protected-regular-level", "check_protected_regular",
   [("if (level == '1' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
     "if (level == '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)")],
   "protected_regular=2 is taken as 1", "links")
-M("protected-symlinks-dirs-off", "walk_component",
+M("protected-symlinks-dirs-off", "followable_link",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
   "a directory link planted in /tmp by others is followed on the way", "links")
 M("walk-kernel-follows", "walk_component",
@@ -289,7 +289,7 @@ M("signal-forgotten", "wait_command", [("if ((sig = caught) != 0)", "if ((sig = 
 M("sigchld-inherited", "setup_signals",
   [("sigaction(SIGCHLD, &sa, &origchld);", ";")],
   "an ignored SIGCHLD makes command mode fail", "signals")
-M("failstatus-1", "parse_options", [("opt.failstatus = 125;", ";")],
+M("failstatus-1", "one_file_options", [("opt.failstatus = 125;", ";")],
   "ponywrite's own failure in command mode exits 1, not 125", "status")
 M("usage-status-1", "usage_error", [("return 2;", "return 1;")],
   "a usage error exits 1", "status")
@@ -326,11 +326,11 @@ M("lock-not-taken", "wait_lock",
 M("lock-stale-inode", "lock_once",
   [("else if (!(r = still_named(f, f->fd, f->name))) {", "else if (!(r = 1)) {")],
   "a lock won on an inode replaced meanwhile is kept", "lock")
-M("append-without-lock", "parse_options",
+M("append-without-lock", "one_file_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
-M("lock-gap-at-rename", "prepare_job",
-  [(" ||\n\t\t    (opt.lock && lock_new_file(j, j->newfd) < 0))", ")")],
+M("lock-gap-at-rename", "make_ready",
+  [(" ||\n\t    (opt.lock && lock_new_file(j, j->newfd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
 M("lock-file-left", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->lockname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
@@ -372,14 +372,14 @@ M("many-litter", "remove_file_litter",
   [("\tunlink_litter(f->dirfd, f->dirpath, f->tmpname,", "\tif (0) unlink_litter(f->dirfd, f->dirpath, f->tmpname,")],
   "the temporary files are left behind on failure (one file's, or every"
   " target's of a batch)", "many")
-M("many-no-writeback", "prepare_job",
-  [("sync_file_range(j->newfd, 0, 0,\n\t\t\t    SYNC_FILE_RANGE_WRITE);", ";")],
+M("many-no-writeback", "make_ready",
+  [("sync_file_range(j->newfd, 0, 0, SYNC_FILE_RANGE_WRITE);", ";")],
   "write-back of each new file is not started as it is written", "many")
 M("many-signals-not-held", "commit_all",
   [("\tblock_signals();\n\tfor (i = 0;", "\tfor (i = 0;")],
   "a signal during the renames kills ponywrite half way", "many")
 M("many-unchanged-replaced", "prepare_job",
-  [("if (same) {", "if (0) {")],
+  [("(same ? keep_unchanged(j) : make_ready(run, j))", "make_ready(run, j)")],
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))",
