@@ -103,7 +103,7 @@ M("fuse-taken-for-its-lower-fs", "fs_plan",
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
 M("fuse-renamed-file-not-flushed", "plan_flushes",
   [("if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
-    "if (flush && (plan & (run == NULL ? PLAN_FILELOG :\n\t    PLAN_FILELOG | PLAN_FUSE)))")],
+    "if (flush && (plan & (njobs == 1 ? PLAN_FILELOG :\n\t    PLAN_FILELOG | PLAN_FUSE)))")],
   "on FUSE the renamed file is not flushed after the rename (the server never syncs it)", "flush")
 M("fuse-batch-renamed-not-flushed", "flush_renamed_files",
   [("if (jobs[i].state != REPLACED ||\n\t\t    !(jobs[i].flushes & FL_FILE_AFTER)) {", "if (1) {")],
@@ -383,7 +383,7 @@ M("many-unchanged-replaced", "prepare_job",
   "-C replaces unchanged targets of a batch", "many")
 M("many-old-kernel-unflushed", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))",
-    "if (run == NULL || (plan & PLAN_ORDERED))")],
+    "if (njobs == 1 || (plan & PLAN_ORDERED))")],
   "before Linux 5.8 (no syncfs errors) the new files are not flushed", "many")
 M("many-ordered-not-waited", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))", "if (per)")],
