@@ -3697,25 +3697,36 @@ make_dirtab(struct run *run)
 		fail(NULL, "%s", strerror(errno));
 }
 
+/* J's directory, if another target has it already: its descriptor. */
 static int
-resolve_job(struct run *run, struct file *j)
+share_dir(struct run *run, struct file *j)
 {
 	struct stat dir;
 	size_t *slot;
 
-	if (resolve_target(j) < 0)
-		return -1;
 	if (fstat(j->dirfd, &dir) < 0)
 		return failed_errno(j->dirpath);
 	j->dev = dir.st_dev;
 	j->ino = dir.st_ino;
-	j->dir = j - jobs;
 	if (*(slot = dir_slot(run, j->dev, j->ino)) != 0) {
 		close(j->dirfd);
 		j->dir = *slot - 1;
 		j->dirfd = jobs[j->dir].dirfd;
 	} else
 		*slot = j->dir + 1;
+	return 0;
+}
+
+/* Step 1 for J, and its file system's flush plan. */
+static int
+resolve_job(struct run *run, struct file *j)
+{
+	if (resolve_target(j) < 0)
+		return -1;
+	j->dir = j - jobs;
+	/* One target has no directory to share (and needs no fstat). */
+	if (njobs > 1 && share_dir(run, j) < 0)
+		return -1;
 	if (j->dir != (size_t)(j - jobs))
 		j->plan = jobs[j->dir].plan;
 	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
@@ -3812,11 +3823,12 @@ keep_unchanged(struct file *j)
 	block_signals();
 	unlink_litter(j->dirfd, j->dirpath, j->tmpname, "temporary file", 1);
 	unblock_signals();
-	if ((j->flushes & FL_OLD) && flush_fd(j->fd) < 0)
+	if (!(j->flushes & FL_OLD))
+		return 0;
+	if (flush_fd(j->fd) < 0)
 		return failed(j->target, "unchanged, but cannot flush it to"
 		    " disk: %s", strerror(errno));
-	if (j->flushes & FL_OLD)
-		jobs[j->dir].flushdir |= FLUSH_UNCHANGED;
+	jobs[j->dir].flushdir |= FLUSH_UNCHANGED;
 	return 0;
 }
 
@@ -3996,24 +4008,24 @@ static int
 failed_dir_flush(const struct run *run, const struct file *j, int whole,
     int what, size_t done)
 {
-	const char *e = strerror(errno);
+	const char *e = strerror(errno), *what_dir = whole ?
+	    "its file system" : "the directory";
+	int renamed = what & FLUSH_RENAMED;
 
-	if (!(what & FLUSH_RENAMED)) {
-		failed(run->single ? j->target : j->dirpath, "%s, but cannot"
-		    " flush %s to disk: %s", run->single ? "unchanged" :
-		    "targets unchanged", run->single ? "it" : whole ?
-		    "its file system" : "the directory", e);
-		return done > 0 ? run->late : opt.failstatus;
-	}
-	if (run->single)
+	if (run->single && !renamed)
+		failed(j->target, "unchanged, but cannot flush it to disk: %s",
+		    e);
+	else if (!renamed)
+		failed(j->dirpath, "targets unchanged, but cannot flush %s to"
+		    " disk: %s", what_dir, e);
+	else if (run->single)
 		warnx(j->target, "replaced, but flushing directory %s failed:"
 		    " %s; the new content may not survive a crash", j->dirpath,
 		    e);
 	else
 		warnx(j->dirpath, "targets replaced, but flushing %s failed:"
-		    " %s; the new content may not survive a crash", whole ?
-		    "its file system" : "the directory", e);
-	return run->late;
+		    " %s; the new content may not survive a crash", what_dir, e);
+	return renamed || done > 0 ? run->late : opt.failstatus;
 }
 
 /* The renames durable: per file system, its one directory or a syncfs. */
