@@ -29,21 +29,24 @@
  *
  * The sections of this file (grep '^/\* ====') follow the order of the run:
  * errors and messages; system calls; options; signals; step 1, resolving the
- * target and the kernel's protections; locks; the new file's metadata,
- * decided; steps 2 to 5, the last of them the flush plan; the checks before
- * the first rename; steps 6 and 7; the run, for every target; main.
+ * target and the kernel's protections; the directories of a run (held,
+ * borrowed, opened again); locks; the new file's metadata, decided; steps
+ * 2 to 5, the last of them the flush plan; the checks before the first
+ * rename; steps 6 and 7; the run, for every target; main.
  */
 #define _GNU_SOURCE
 #define _FILE_OFFSET_BITS 64
 #include <sys/types.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -112,6 +115,8 @@
 #define MAX_OFF		((off_t)1 << 62)
 #define BEHIND_FROM	((off_t)64 << 20)	/* write behind past this size */
 #define WINDOW		((off_t)8 << 20)	/* ... a window at a time */
+#define STEP_FDS	16		/* descriptors a step opens besides the
+					   directories' (with room to spare) */
 
 /*
  * The options: written by parse_options (and parse_owner, parse_wait) only,
@@ -145,7 +150,10 @@ struct file {
 	const char *target;		/* as given */
 	const char *source;
 	char	*dirpath;		/* its real directory, for messages */
-	int	 dirfd;			/* shared by a directory's targets */
+	int	 dirfd;			/* its directory: on the first job
+					   there, held, or -1 if closed for
+					   the descriptor limit; on another,
+					   borrowed for a step (use_dir) */
 	char	*name;			/* its name in that directory */
 	size_t	 dir;			/* the first job in that directory */
 	dev_t	 dev;			/* the file system of that directory */
@@ -212,6 +220,14 @@ struct run {
 	size_t	*dirtab;		/* 1 + the first job of each directory,
 					   hashed by (device, inode) */
 	size_t	 dirtabsize;		/* a power of two, over 2 × njobs */
+	size_t	*opendirs;		/* the first jobs of the directories
+					   open, oldest first: a ring */
+	size_t	 ringsize, oldest, nopen;
+	size_t	 maxdirs;		/* directories open at once, at most */
+	size_t	 held;			/* new files' descriptors kept until
+					   after the renames (FL_KEEPFD) */
+	struct file *borrower;		/* the target whose step has its
+					   directory's descriptor: use_dir */
 	int	 perfile;		/* flush each file, not each file
 					   system */
 	int	 late;			/* the status of "replaced, but": 3, or
@@ -305,26 +321,59 @@ unlink_litter(int dirfd, const char *dir, char *name, const char *what,
 {
 	if (name[0] == '\0')
 		return;
-	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT && tell)
+	/* DIRFD -1: its directory could not be opened again (errno). */
+	if ((dirfd < 0 || (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)) &&
+	    tell)
 		warnx(dir, "cannot remove the %s %s: %s", what, name,
 		    strerror(errno));
 	name[0] = '\0';
 }
 
-/* F's temporary file, hidden link and lock file, those that exist. */
+/*
+ * Directory D (a directory's first job) again, by its path, if it still is
+ * the same one (device and inode): its descriptor, or -1 (errno; ESTALE if
+ * another directory has that path now).  Async-signal-safe.
+ */
+static int
+reopen_dir(const struct file *d)
+{
+	struct stat st;
+	int fd = open(d->dirpath, O_RDONLY | O_DIRECTORY | O_NONBLOCK |
+	    O_CLOEXEC);
+
+	if (fd < 0 || (fstat(fd, &st) == 0 && st.st_dev == d->dev &&
+	    st.st_ino == d->ino))
+		return fd;
+	close(fd);
+	errno = ESTALE;
+	return -1;
+}
+
+/*
+ * F's temporary file, hidden link and lock file, those that exist, from the
+ * descriptor of its directory's first job (opened again if it was closed).
+ */
 static void
 remove_file_litter(struct file *f, int tell)
 {
-	unlink_litter(f->dirfd, f->dirpath, f->tmpname, "temporary file",
-	    tell);
+	const struct file *d = &jobs[f->dir];
+	int fd = d->dirfd, reopened = -1;
+
+	if (f->tmpname[0] == '\0' && (f->bakname == NULL ||
+	    f->bakname[0] == '\0') && (f->lockname == NULL ||
+	    f->lockname[0] == '\0'))
+		return;
+	if (fd < 0)
+		fd = reopened = reopen_dir(d);
+	unlink_litter(fd, f->dirpath, f->tmpname, "temporary file", tell);
 	/* FL_KEEP_OLD's link of a target renamed already goes only after its
 	   directory's flush (drop_old_links). */
 	if (f->bakname != NULL && (opt.backup || f->state != REPLACED))
-		unlink_litter(f->dirfd, f->dirpath, f->bakname, "backup link",
-		    tell);
+		unlink_litter(fd, f->dirpath, f->bakname, "backup link", tell);
 	if (f->lockname != NULL)
-		unlink_litter(f->dirfd, f->dirpath, f->lockname, "lock file",
-		    tell);
+		unlink_litter(fd, f->dirpath, f->lockname, "lock file", tell);
+	if (reopened >= 0)
+		close(reopened);
 }
 
 /* Every target's: on the way out, and from the signal handler. */
@@ -1797,6 +1846,119 @@ open_target(struct file *f)
 	f->st = st;
 	f->regular = 1;
 	return check_protected_regular(f);
+}
+
+/* ==== The directories of a run: held, borrowed, opened again ==== */
+
+/*
+ * The directories' descriptors.  Each directory of a run is opened once
+ * (resolve_job), and its descriptor held by its first job, for its targets
+ * to borrow one step at a time (use_dir).  A run may name more directories
+ * than the descriptor limit allows: the soft limit is raised, as far as the
+ * hard one and as far as the targets need (dir_budget); past that, the
+ * directory open longest is closed (make_room), and opened again by its
+ * path when one of its targets needs it, if it still is the same directory
+ * (reopen_dir: device and inode).
+ */
+
+/* How many descriptors are open; a guess if /proc cannot tell. */
+static size_t
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	size_t n = 0;
+
+	if (d == NULL)
+		return STEP_FDS;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n > 0 ? n - 1 : 0;	/* not opendir's own */
+}
+
+/* How many directories a run of several targets may keep open. */
+static size_t
+dir_budget(void)
+{
+	struct rlimit rl;
+	rlim_t used = open_fds() + STEP_FDS, want = used + njobs;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 1;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY &&
+		    rl.rlim_max < want ? rl.rlim_max : want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0 &&
+		    getrlimit(RLIMIT_NOFILE, &rl) < 0)
+			return 1;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+		return njobs;
+	return rl.rlim_cur > used ? rl.rlim_cur - used : 1;
+}
+
+static void
+make_dir_ring(struct run *run)
+{
+	run->maxdirs = njobs > 1 ? dir_budget() : 1;
+	run->ringsize = run->maxdirs < njobs ? run->maxdirs : njobs;
+	run->opendirs = xmalloc((run->ringsize + 1) * sizeof *run->opendirs);
+}
+
+/* Room for one more directory: those open longest, closed. */
+static void
+make_room(struct run *run)
+{
+	struct file *d;
+	int fd;
+
+	while (run->nopen > 0 && run->nopen + run->held >= run->maxdirs) {
+		d = &jobs[run->opendirs[run->oldest]];
+		run->oldest = (run->oldest + 1) % run->ringsize;
+		run->nopen--;
+		fd = d->dirfd;
+		d->dirfd = -1;		/* first: the signal handler reads it */
+		close(fd);
+	}
+}
+
+/* D, the first job of its directory, holds it open: the newest. */
+static void
+add_open_dir(struct run *run, struct file *d)
+{
+	run->opendirs[(run->oldest + run->nopen) % run->ringsize] =
+	    (size_t)(d - jobs);
+	run->nopen++;
+}
+
+/*
+ * Before a step of J that uses its directory: J->dirfd, its descriptor,
+ * opened again if it was closed; 0, or -1 (said).  The target that
+ * borrowed one before gives it back.
+ */
+static int
+use_dir(struct run *run, struct file *j)
+{
+	struct file *d = &jobs[j->dir];
+	int fd;
+
+	if (run->borrower != NULL && run->borrower->dir !=
+	    (size_t)(run->borrower - jobs))
+		run->borrower->dirfd = -1;
+	run->borrower = j;
+	if (d->dirfd < 0) {
+		make_room(run);
+		if ((fd = reopen_dir(d)) < 0 && errno == ESTALE)
+			return failed(j->target, "its directory %s was moved or"
+			    " replaced during the run", d->dirpath);
+		if (fd < 0)
+			return failed_errno(d->dirpath);
+		d->dirfd = fd;
+		add_open_dir(run, d);
+	}
+	j->dirfd = d->dirfd;
+	return 0;
 }
 
 /* ==== Locks: -l, -w ==== */
@@ -3412,13 +3574,20 @@ probe_link(struct file *f, long max)
 	return 0;
 }
 
+/* Does F's old file get a second name before the rename (-b, FL_KEEP_OLD)? */
+static int
+needs_link(const struct file *f)
+{
+	return f->exists && (opt.backup || (f->flushes & FL_KEEP_OLD));
+}
+
 static int
 link_backup(struct file *f)
 {
 	long max;
 	int tries;
 
-	if (!f->exists || (!opt.backup && !(f->flushes & FL_KEEP_OLD)))
+	if (!needs_link(f))
 		return 0;
 	if (!opt.backup)
 		max = name_max(f);
@@ -3553,7 +3722,7 @@ keep_old_link(const char *target, const char *dirpath, char *name)
  * directory flushed again, so that a crash after exit leaves no litter.
  */
 static int
-drop_old_links(const struct run *run)
+drop_old_links(struct run *run)
 {
 	size_t i;
 	int status = 0;
@@ -3562,12 +3731,14 @@ drop_old_links(const struct run *run)
 		jobs[i].flushdir = 0;
 	for (i = 0; !opt.backup && i < njobs; i++)
 		if (jobs[i].bakname != NULL && jobs[i].bakname[0] != '\0') {
-			unlink_litter(jobs[i].dirfd, jobs[i].dirpath,
+			unlink_litter(use_dir(run, &jobs[i]) == 0 ?
+			    jobs[i].dirfd : -1, jobs[i].dirpath,
 			    jobs[i].bakname, "backup link", 1);
 			jobs[jobs[i].dir].flushdir = FLUSH_RENAMED;
 		}
 	for (i = 0; i < njobs; i++) {
-		if (!jobs[i].flushdir || flush_fd(jobs[i].dirfd) == 0)
+		if (!jobs[i].flushdir || (use_dir(run, &jobs[i]) == 0 &&
+		    flush_fd(jobs[i].dirfd) == 0))
 			continue;
 		if (run->single)
 			warnx(jobs[i].target, "replaced, but flushing directory"
@@ -3697,6 +3868,7 @@ make_dirtab(struct run *run)
 		fail(NULL, "%s", strerror(errno));
 }
 
+
 /* J's directory, if another target has it already: its descriptor. */
 static int
 share_dir(struct run *run, struct file *j)
@@ -3711,7 +3883,7 @@ share_dir(struct run *run, struct file *j)
 	if (*(slot = dir_slot(run, j->dev, j->ino)) != 0) {
 		close(j->dirfd);
 		j->dir = *slot - 1;
-		j->dirfd = jobs[j->dir].dirfd;
+		j->dirfd = -1;		/* borrowed when needed */
 	} else
 		*slot = j->dir + 1;
 	return 0;
@@ -3727,12 +3899,16 @@ resolve_job(struct run *run, struct file *j)
 	/* One target has no directory to share (and needs no fstat). */
 	if (njobs > 1 && share_dir(run, j) < 0)
 		return -1;
-	if (j->dir != (size_t)(j - jobs))
+	if (j->dir != (size_t)(j - jobs)) {
 		j->plan = jobs[j->dir].plan;
-	else if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
+		return 0;
+	}
+	if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
 		j->plan = fs_plan(j->dirfd);
+	make_room(run);
+	add_open_dir(run, j);
 	return 0;
 }
 
@@ -3803,12 +3979,12 @@ check_duplicates(void)
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
 static int
-check_job_dir(struct file *j)
+check_job_dir(struct run *run, struct file *j)
 {
 	/* Its first target's check stands for the others, unless it failed. */
 	if (j->dir != (size_t)(j - jobs) && jobs[j->dir].state != FAILED)
 		return 0;
-	return check_dir(j);
+	return use_dir(run, j) < 0 ? -1 : check_dir(j);
 }
 
 /*
@@ -3838,7 +4014,7 @@ keep_unchanged(struct file *j)
  * write-back is started now, and syncfs reports any error (FL_START).
  */
 static int
-make_ready(const struct run *run, struct file *j)
+make_ready(struct run *run, struct file *j)
 {
 	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
 	    apply_metadata(j, j->newfd) < 0 ||
@@ -3856,6 +4032,7 @@ make_ready(const struct run *run, struct file *j)
 	if (j->flushes & FL_KEEPFD) {
 		j->keptfd = j->newfd;
 		j->newfd = -1;
+		run->held++;
 	}
 	return 0;
 }
@@ -3868,7 +4045,7 @@ make_ready(const struct run *run, struct file *j)
  * What a failure leaves, abandon removes.
  */
 static int
-prepare_job(const struct run *run, struct file *j)
+prepare_job(struct run *run, struct file *j)
 {
 	off_t size;
 	int same;
@@ -3935,7 +4112,7 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 
 /* Step 5: every new file durable before the first rename. */
 static int
-flush_new_files(void)
+flush_new_files(struct run *run)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, nfs = 0, k;
@@ -3946,7 +4123,8 @@ flush_new_files(void)
 		k = fs_index(fs, &nfs, jobs[i].dev, i);
 		if (fs[k].first != i)
 			continue;	/* its file system is flushed */
-		if (flush_fs(jobs[i].dirfd) < 0) {
+		if (use_dir(run, &jobs[i]) < 0 ||
+		    flush_fs(jobs[i].dirfd) < 0) {
 			free(fs);
 			return failed(jobs[i].dirpath, "cannot flush the new"
 			    " files to disk: %s; nothing replaced",
@@ -3978,7 +4156,7 @@ rename_job(struct run *run, struct file *j)
  * btrfs, one target; FUSE), once the directories are done.
  */
 static int
-flush_renamed_files(const struct run *run)
+flush_renamed_files(struct run *run)
 {
 	size_t i;
 	int status = 0;
@@ -3988,7 +4166,8 @@ flush_renamed_files(const struct run *run)
 		    !(jobs[i].flushes & FL_FILE_AFTER)) {
 			if (jobs[i].keptfd >= 0)
 				close(jobs[i].keptfd);
-		} else if (flush_named(jobs[i].dirfd, jobs[i].name,
+		} else if (use_dir(run, &jobs[i]) < 0 ||
+		    flush_named(jobs[i].dirfd, jobs[i].name,
 		    jobs[i].keptfd) < 0) {
 			warnx(jobs[i].target, "replaced, but flushing it failed:"
 			    " %s; the new content may not survive a crash",
@@ -4030,7 +4209,7 @@ failed_dir_flush(const struct run *run, const struct file *j, int whole,
 
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
-flush_dirs(const struct run *run, size_t done)
+flush_dirs(struct run *run, size_t done)
 {
 	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
 	size_t i, k, nfs = 0;
@@ -4049,7 +4228,9 @@ flush_dirs(const struct run *run, size_t done)
 		whole = (jobs[i].flushes & FL_BYFS) && fs[k].dirs > 1;
 		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
-		r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);
+		if ((r = use_dir(run, &jobs[i])) == 0)
+			r = whole ? flush_fs(jobs[i].dirfd) :
+			    flush_fd(jobs[i].dirfd);
 		if (r < 0)
 			status = failed_dir_flush(run, &jobs[i], whole,
 			    whole ? fs[k].what : jobs[i].flushdir, done);
@@ -4143,7 +4324,7 @@ folds_case(const struct file *j)
 
 /* Two names, one file where case is ignored: given twice, -1 (exit 2). */
 static int
-check_case_duplicates(void)
+check_case_duplicates(struct run *run)
 {
 	struct file **v = xmalloc(njobs * sizeof *v), *j;
 	size_t i, n = 0;
@@ -4157,7 +4338,8 @@ check_case_duplicates(void)
 		if (by_folded_place(&v[i - 1], &v[i]) != 0)
 			continue;
 		j = v[i]->state == READY ? v[i] : v[i - 1];
-		if (j->state == READY && folds_case(j)) {
+		if (j->state == READY && use_dir(run, j) == 0 &&
+		    folds_case(j)) {
 			warnx(v[i]->target, "the same file as %s on this file"
 			    " system, which ignores case; each target can be"
 			    " given once", v[i - 1]->target);
@@ -4173,12 +4355,13 @@ check_case_duplicates(void)
  * for a target fails it now, while nothing is replaced.
  */
 static size_t
-prepare_renames(void)
+prepare_renames(struct run *run)
 {
 	size_t i, nfailed = 0;
 
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY && link_backup(&jobs[i]) < 0)
+		if (jobs[i].state == READY && needs_link(&jobs[i]) &&
+		    (use_dir(run, &jobs[i]) < 0 || link_backup(&jobs[i]) < 0))
 			nfailed += abandon(&jobs[i]);
 	return nfailed;
 }
@@ -4198,13 +4381,14 @@ prepare_all(struct run *run)
 	if (check_duplicates() < 0)
 		return 2;
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO && check_job_dir(&jobs[i]) < 0)
+		if (jobs[i].state == TODO && check_job_dir(run, &jobs[i]) < 0)
 			nfailed += abandon(&jobs[i]);
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == TODO && prepare_job(run, &jobs[i]) < 0)
+		if (jobs[i].state == TODO && (use_dir(run, &jobs[i]) < 0 ||
+		    prepare_job(run, &jobs[i]) < 0))
 			nfailed += abandon(&jobs[i]);
 	if (nfailed == 0)
-		nfailed = prepare_renames();
+		nfailed = prepare_renames(run);
 	if (nfailed > 0 && run->single)
 		return jobs[0].status;
 	if (nfailed > 0) {
@@ -4212,7 +4396,7 @@ prepare_all(struct run *run)
 		    nfailed, njobs);
 		return opt.failstatus;
 	}
-	return check_case_duplicates() < 0 ? 2 : 0;
+	return check_case_duplicates(run) < 0 ? 2 : 0;
 }
 
 /*
@@ -4226,11 +4410,12 @@ commit_all(struct run *run)
 	size_t i, done = 0, left = 0;
 	int status = 0;
 
-	if (!run->perfile && flush_new_files() < 0)
+	if (!run->perfile && flush_new_files(run) < 0)
 		return opt.failstatus;
 	block_signals();
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY && rename_job(run, &jobs[i]) < 0) {
+		if (jobs[i].state == READY && (use_dir(run, &jobs[i]) < 0 ||
+		    rename_job(run, &jobs[i]) < 0)) {
 			remove_litter(1);
 			break;
 		}
@@ -4276,11 +4461,13 @@ replace_all(void)
 	if (status == 0) {
 		run.perfile = njobs == 1 || !syncfs_reports();
 		make_dirtab(&run);
+		make_dir_ring(&run);
 		if ((status = prepare_all(&run)) == 0)
 			status = commit_all(&run);
 	}
 	remove_litter(1);
 	free(run.dirtab);
+	free(run.opendirs);
 	free(run.list);
 	return status;
 }
