@@ -1871,6 +1871,7 @@ open_fds(void)
 
 	if (d == NULL)
 		return STEP_FDS;
+	/* cppcheck-suppress readdirCalled ; one thread; readdir_r is obsolete */
 	while ((e = readdir(d)) != NULL)
 		n += e->d_name[0] != '.';
 	closedir(d);
@@ -1925,7 +1926,7 @@ make_room(struct run *run)
 
 /* D, the first job of its directory, holds it open: the newest. */
 static void
-add_open_dir(struct run *run, struct file *d)
+add_open_dir(struct run *run, const struct file *d)
 {
 	run->opendirs[(run->oldest + run->nopen) % run->ringsize] =
 	    (size_t)(d - jobs);

@@ -146,14 +146,14 @@ M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLL
   "the command inherits the temporary file's descriptor", "open")
 # litter-temp is retired: the one-file form's temporary file is jobs[0]'s,
 # so its edit would be many-litter's.
-M("litter-backup-link", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->bakname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->bakname,")],
+M("litter-backup-link", "remove_file_litter", [("unlink_litter(fd, f->dirpath, f->bakname,", "if (0) unlink_litter(fd, f->dirpath, f->bakname,")],
   "-b's hidden link is left behind when the run fails", "litter")
 M("litter-on-signal", "die_by", [("remove_litter(0);", "")],
   "a signal leaves the temporary file", "litter")
 M("litter-after-failed-batch", "replace_all",
   [("\tremove_litter(1);\n\tfree(run.dirtab);", "\tfree(run.dirtab);")],
   "when a target fails, the other targets' new files are left", "litter")
-M("litter-untold", "unlink_litter", [("errno != ENOENT && tell)", "errno != ENOENT && 0)")],
+M("litter-untold", "unlink_litter", [("errno != ENOENT)) &&\n\t    tell)", "errno != ENOENT)) &&\n\t    0)")],
   "a temporary file that cannot be removed (read-only file system) is not named", "litter")
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
@@ -224,7 +224,7 @@ M("ifchanged-readonly-longer", "input_unchanged",
   [("if (!same || off != f->st.st_size ||", "if (!same ||")],
   "-C on a read-only mount takes a prefix of the target as unchanged", "ifchanged")
 M("case-duplicates-unchecked", "check_case_duplicates",
-  [("if (j->state == READY && folds_case(j)) {", "if (0) {")],
+  [("if (j->state == READY && use_dir(run, j) == 0 &&\n\t\t    folds_case(j)) {", "if (0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
 M("nolink-message-bare", "failed_link",
   [("\t\treturn failed_nolink(f);", "\t\t;")],
@@ -258,7 +258,7 @@ M("ifchanged-content-ignored", "unchanged",
 M("ifchanged-mode-ignored", "meta_unchanged",
   [("f->meta.mode == (f->st.st_mode & 07777) &&", "")],
   "-C keeps a file whose mode -m would change", "ifchanged")
-M("backup-not-made", "link_backup", [("if (!f->exists || (!opt.backup && !(f->flushes & FL_KEEP_OLD)))", "if (1)")],
+M("backup-not-made", "link_backup", [("if (!needs_link(f))", "if (1)")],
   "-b makes no backup", "backup")
 M("backup-renamed-first", "rename_over",
   [("{\n\tif (renameat(", "{\n\tint r = rename_backup(f);\n\n\tif (renameat("),
@@ -332,7 +332,7 @@ M("append-without-lock", "one_file_options",
 M("lock-gap-at-rename", "make_ready",
   [(" ||\n\t    (opt.lock && lock_new_file(j, j->newfd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
-M("lock-file-left", "remove_file_litter", [("unlink_litter(f->dirfd, f->dirpath, f->lockname,", "if (0) unlink_litter(f->dirfd, f->dirpath, f->lockname,")],
+M("lock-file-left", "remove_file_litter", [("unlink_litter(fd, f->dirpath, f->lockname,", "if (0) unlink_litter(fd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
 M("lock-wait-forever", "wait_lock",
   [("if (lock_timeout || errno == EWOULDBLOCK)", "if (0)")],
@@ -347,12 +347,12 @@ M("many-syncfs-error-ignored", "flush_new_files",
   [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
   "a failed syncfs is ignored and the targets are renamed", "many")
 M("many-syncfs-after-renames", "commit_all",
-  [("\tif (!run->perfile && flush_new_files() < 0)\n\t\treturn opt.failstatus;\n", ""),
+  [("\tif (!run->perfile && flush_new_files(run) < 0)\n\t\treturn opt.failstatus;\n", ""),
    ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
-    "\tif (!run->perfile && flush_new_files() < 0)\n\t\treturn opt.failstatus;\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
+    "\tif (!run->perfile && flush_new_files(run) < 0)\n\t\treturn opt.failstatus;\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
   "the files are flushed after the renames, not before", "many")
 M("many-no-dir-flush", "flush_dirs",
-  [("r = whole ? flush_fs(jobs[i].dirfd) : flush_fd(jobs[i].dirfd);", "r = 0;")],
+  [("r = whole ? flush_fs(jobs[i].dirfd) :\n\t\t\t    flush_fd(jobs[i].dirfd);", "r = 0;")],
   "nothing is flushed after the renames", "many")
 M("many-dir-flush-status-0", "flush_dirs",
   [("\t\t\tstatus = failed_dir_flush(", "\t\t\tfailed_dir_flush(")],
@@ -360,8 +360,8 @@ M("many-dir-flush-status-0", "flush_dirs",
 M("many-failure-renames-others", "prepare_all", [("if (nfailed > 0) {", "if (0) {")],
   "a target that failed does not stop the others from being renamed", "many")
 M("many-rename-failure-goes-on", "commit_all",
-  [("rename_job(run, &jobs[i]) < 0) {\n\t\t\tremove_litter(1);\n\t\t\tbreak;\n\t\t}",
-    "rename_job(run, &jobs[i]) < 0)\n\t\t\tcontinue;")],
+  [("rename_job(run, &jobs[i]) < 0)) {\n\t\t\tremove_litter(1);\n\t\t\tbreak;\n\t\t}",
+    "rename_job(run, &jobs[i]) < 0))\n\t\t\tcontinue;")],
   "after a failed rename the remaining targets are still renamed", "many")
 M("many-partial-status-1", "report_jobs", [("return 4;", "return 1;")],
   "a batch stopped half way exits 1, as if nothing was replaced", "many")
@@ -369,7 +369,7 @@ M("many-duplicates-allowed", "check_duplicates",
   [("if (by_place(&v[i - 1], &v[i]) == 0) {", "if (0) {")],
   "a target given twice is replaced twice", "many")
 M("many-litter", "remove_file_litter",
-  [("\tunlink_litter(f->dirfd, f->dirpath, f->tmpname,", "\tif (0) unlink_litter(f->dirfd, f->dirpath, f->tmpname,")],
+  [("\tunlink_litter(fd, f->dirpath, f->tmpname,", "\tif (0) unlink_litter(fd, f->dirpath, f->tmpname,")],
   "the temporary files are left behind on failure (one file's, or every"
   " target's of a batch)", "many")
 M("many-no-writeback", "make_ready",
@@ -482,3 +482,24 @@ M("same-file-inode-only", "same_file",
 # pathonly-carried-over (load_job reset tgt.pathonly) is retired: each
 # target has its own struct file, zeroed by xjobs and add_job, so there is
 # no reset left to drop and no state of one target left to the next.
+
+# --- more directories than descriptors (issue 23)
+M("reopen-any-directory", "reopen_dir",
+  [("st.st_dev == d->dev &&\n\t    st.st_ino == d->ino", "1")],
+  "a directory opened again by its path is not checked to be the same one:"
+  " files are written and renamed in a directory put in its place", "fdlimit")
+M("litter-not-reopened", "remove_file_litter",
+  [("\tif (fd < 0)\n\t\tfd = reopened = reopen_dir(d);\n", "")],
+  "a temporary file in a directory closed for the descriptor limit is left"
+  " behind after a signal or a failure", "fdlimit")
+M("dirs-never-closed", "make_room",
+  [("run->nopen > 0 && run->nopen + run->held >= run->maxdirs", "0")],
+  "every directory held open: a batch over more directories than the limit"
+  " fails", "fdlimit")
+M("soft-limit-not-raised", "dir_budget",
+  [("if (setrlimit(RLIMIT_NOFILE, &rl) < 0 &&", "if (1 &&")],
+  "the soft descriptor limit is not raised: directories are closed and"
+  " opened again where the hard limit had room", "fdlimit")
+M("borrowed-dir-not-taken", "use_dir",
+  [("\tj->dirfd = d->dirfd;\n\treturn 0;", "\treturn 0;")],
+  "a target of a shared directory is given no descriptor of it", "fdlimit")
