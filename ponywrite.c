@@ -143,6 +143,19 @@ static struct {
     .suffix = "~", .failstatus = 1 };
 
 /*
+ * What a target keeps of its file's stat(2), the fields named as there: a
+ * batch keeps one per target.
+ */
+struct oldstat {
+	dev_t	 st_dev;
+	ino_t	 st_ino;
+	off_t	 st_size;
+	mode_t	 st_mode;
+	uid_t	 st_uid;
+	gid_t	 st_gid;
+};
+
+/*
  * A file to replace: the target (one, or each of -t's and --batch's), its
  * place, its temporary file, kept from one step to the next.
  */
@@ -160,7 +173,7 @@ struct file {
 	ino_t	 ino;
 	int	 exists;		/* something has that name */
 	int	 regular;		/* ... and it is a regular file */
-	struct stat st;
+	struct oldstat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
 	int	 in;			/* the input, while it is open, or -1 */
 	int	 pathonly;		/* ... or an O_PATH one: not readable */
@@ -182,7 +195,7 @@ struct file {
 		gid_t	 gid;
 	} meta;
 	/* Shared with the signal handler: "" or NULL when there is none. */
-	char	 tmpname[NAME_MAX + 1];	/* the temporary file */
+	char	*tmpname;		/* the temporary file, sized for it */
 	char	*bakname;		/* hidden link for -b or FL_KEEP_OLD */
 	char	*lockname;		/* -l lock file we hold */
 	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
@@ -319,7 +332,7 @@ static void
 unlink_litter(int dirfd, const char *dir, char *name, const char *what,
     int tell)
 {
-	if (name[0] == '\0')
+	if (name == NULL || name[0] == '\0')
 		return;
 	/* DIRFD -1: its directory could not be opened again (errno). */
 	if ((dirfd < 0 || (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)) &&
@@ -359,7 +372,7 @@ remove_file_litter(struct file *f, int tell)
 	const struct file *d = &jobs[f->dir];
 	int fd = d->dirfd, reopened = -1;
 
-	if (f->tmpname[0] == '\0' && (f->bakname == NULL ||
+	if ((f->tmpname == NULL || f->tmpname[0] == '\0') && (f->bakname == NULL ||
 	    f->bakname[0] == '\0') && (f->lockname == NULL ||
 	    f->lockname[0] == '\0'))
 		return;
@@ -1649,7 +1662,7 @@ planted(const struct file *f, uid_t owner, mode_t writable)
 }
 
 static int
-check_protected_link(const struct file *f, const struct stat *link)
+check_protected_link(const struct file *f, const struct oldstat *link)
 {
 	int r = planted(f, link->st_uid, S_IWOTH);
 
@@ -1686,7 +1699,7 @@ check_protected_regular(const struct file *f)
 
 /* The text of F's link (ST), or NULL (reported). */
 static char *
-read_link(const struct file *f, const struct stat *st)
+read_link(const struct file *f, const struct oldstat *st)
 {
 	size_t n = st->st_size > 0 ? (size_t)st->st_size + 1 : PATH_MAX;
 	char *link = xmalloc(n);
@@ -1719,7 +1732,7 @@ check_proc_link(const struct file *f)
 
 /* Move from a symbolic link to what it points to. */
 static int
-follow_link(struct file *f, const struct stat *st)
+follow_link(struct file *f, const struct oldstat *st)
 {
 	char *link, *dir, *name, *shown = NULL;
 	int r;
@@ -1760,6 +1773,29 @@ names_dir(const char *name)
 	    strcmp(name, "..") == 0;
 }
 
+static void
+keep_stat(struct file *f, const struct stat *st)
+{
+	f->st.st_dev = st->st_dev;
+	f->st.st_ino = st->st_ino;
+	f->st.st_size = st->st_size;
+	f->st.st_mode = st->st_mode;
+	f->st.st_uid = st->st_uid;
+	f->st.st_gid = st->st_gid;
+}
+
+/* What F's name is (a link not followed), in F->st: 0, or -1 (errno). */
+static int
+stat_name(struct file *f)
+{
+	struct stat st;
+
+	if (fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	keep_stat(f, &st);
+	return 0;
+}
+
 /*
  * From F's name in its directory, follow links (unless -P) to the file
  * itself, or to the name where it does not exist yet.
@@ -1772,8 +1808,7 @@ reach_file(struct file *f)
 	for (hops = 0;; hops++) {
 		if (names_dir(f->name))
 			return failed(f->target, "not a regular file");
-		if (fstatat(f->dirfd, f->name, &f->st,
-		    AT_SYMLINK_NOFOLLOW) < 0) {
+		if (stat_name(f) < 0) {
 			if (errno != ENOENT)
 				return failed_errno(f->target);
 			f->exists = 0;
@@ -1797,6 +1832,7 @@ reach_file(struct file *f)
 static int
 resolve_target(struct file *f)
 {
+	struct stat st;
 	char *dir;
 	int r;
 
@@ -1808,7 +1844,7 @@ resolve_target(struct file *f)
 		return -1;
 	if (names_dir(f->name)) {
 		free(dir);
-		if (stat(f->target, &f->st) < 0)
+		if (stat(f->target, &st) < 0)
 			return failed_errno(f->target);
 		return failed(f->target, "not a regular file");
 	}
@@ -1843,7 +1879,7 @@ open_target(struct file *f)
 		return failed_errno(f->target);
 	if (!S_ISREG(st.st_mode))
 		return failed(f->target, "not a regular file");
-	f->st = st;
+	keep_stat(f, &st);
 	f->regular = 1;
 	return check_protected_regular(f);
 }
@@ -2046,7 +2082,7 @@ wait_lock(const struct file *f, int fd)
 static int
 nothing_to_lock(struct file *f)
 {
-	if (fstatat(f->dirfd, f->name, &f->st, AT_SYMLINK_NOFOLLOW) < 0) {
+	if (stat_name(f) < 0) {
 		f->exists = 0;
 		return errno == ENOENT;
 	}
@@ -2148,8 +2184,7 @@ lock_once(struct file *f)
 	}
 	if (r != 0)
 		return r;
-	f->exists = fstatat(f->dirfd, f->name, &f->st,
-	    AT_SYMLINK_NOFOLLOW) == 0;
+	f->exists = stat_name(f) == 0;
 	if (!f->exists && errno != ENOENT)
 		return failed_errno(f->target);
 	if (f->exists && !S_ISREG(f->st.st_mode) &&
@@ -2348,6 +2383,32 @@ name_max(const struct file *f)
 	return max < 0 || max > NAME_MAX ? NAME_MAX : max;
 }
 
+/* The bytes ".NAME" SUFFIX ".RANDOM" takes at most, its NUL included. */
+static size_t
+hidden_size(const char *name, const char *suffix)
+{
+	size_t n = strlen(name) + strlen(suffix) + RANDOM_LEN + 3;
+
+	return n < NAME_MAX + 1 ? n : NAME_MAX + 1;
+}
+
+/*
+ * *P, a buffer for F's hidden name with SUFFIX, allocated empty the first
+ * time: the signal handler may look at it from then on.
+ */
+static int
+hidden_buffer(char **p, const struct file *f, const char *suffix)
+{
+	char *s;
+
+	if (*p == NULL) {
+		if ((s = calloc(1, hidden_size(f->name, suffix))) == NULL)
+			return failed_errno(f->target);
+		*p = s;
+	}
+	return 0;
+}
+
 /*
  * ".NAME.RANDOM", with NAME shortened so that the whole fits MAX, the
  * directory's NAME_MAX.  The cut falls between UTF-8 characters, never inside
@@ -2364,7 +2425,8 @@ hidden_name(char *dst, const char *name, const char *suffix, long max)
 	if (keep < strlen(whole))
 		while (keep > 0 && (whole[keep] & 0xc0) == 0x80)
 			keep--;		/* a continuation byte */
-	n = snprintf(dst, NAME_MAX + 1, ".%.*s.", (int)keep, whole);
+	n = snprintf(dst, hidden_size(name, suffix), ".%.*s.", (int)keep,
+	    whole);
 	return random_chars(dst + n, RANDOM_LEN);
 }
 
@@ -2390,6 +2452,8 @@ create_temp(struct file *f, int *fd)
 	long max = name_max(f);
 	int tries, r;
 
+	if (hidden_buffer(&f->tmpname, f, "") < 0)
+		return -1;
 	for (tries = 0; tries < 100; tries++) {
 		block_signals();
 		if ((r = hidden_name(f->tmpname, f->name, "", max)) < 0 ||
@@ -2546,10 +2610,10 @@ data_end(int in, off_t hole, off_t end, const char *inname)
  * OUT is left positioned after it.
  */
 static off_t
-copy_regular(struct file *f, int in, off_t start, const struct stat *st,
-    int out, off_t base, const char *inname)
+copy_regular(struct file *f, int in, off_t start, off_t size, int out,
+    off_t base, const char *inname)
 {
-	off_t data, hole, end = st->st_size > start ? st->st_size : start, n;
+	off_t data, hole, end = size > start ? size : start, n;
 
 	for (hole = start; hole < end; hole = data + n) {
 		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
@@ -2630,7 +2694,8 @@ copy_fd(struct file *f, int in, int out, const char *inname)
 	/* st_size 0 may be a file of /proc: read(2) it. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
 	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
-		return copy_regular(f, in, start, &st, out, at, inname);
+		return copy_regular(f, in, start, st.st_size, out, at,
+		    inname);
 #ifdef HAVE_SPLICE
 	if (S_ISFIFO(st.st_mode)) {
 		int r = splice_pipe(f, in, out, at, &total);
@@ -2677,7 +2742,7 @@ open_input(const struct file *f)
 static off_t
 copy_old(struct file *f, int out)
 {
-	return f->regular ? copy_regular(f, f->fd, 0, &f->st, out, 0,
+	return f->regular ? copy_regular(f, f->fd, 0, f->st.st_size, out, 0,
 	    f->target) : 0;
 }
 
@@ -3492,7 +3557,8 @@ check_backup_name(const struct file *f)
 	    (why = chattr_refusal_at(f, bakfinal)) != NULL)
 		return failed(f->target, "cannot make backup %s: it is %s",
 		    bakfinal, why);
-	return same_file(&st, &f->st) ? 0 : max;
+	return st.st_dev == f->st.st_dev && st.st_ino == f->st.st_ino ? 0 :
+	    max;
 }
 
 /*
@@ -3535,20 +3601,12 @@ failed_link(const struct file *f)
 	return failed(f->target, "cannot make backup: %s", strerror(errno));
 }
 
-/*
- * The hidden link's name in F->bakname, its buffer allocated empty the
- * first time (the signal handler may look at it from then on).
- */
+/* The hidden link's name in F->bakname. */
 static int
 name_backup_link(struct file *f, long max)
 {
-	char *s;
-
-	if (f->bakname == NULL) {
-		if ((s = calloc(1, NAME_MAX + 1)) == NULL)
-			return failed_errno(f->target);
-		f->bakname = s;
-	}
+	if (hidden_buffer(&f->bakname, f, opt.suffix) < 0)
+		return -1;
 	return hidden_name(f->bakname, f->name, opt.suffix, max);
 }
 
@@ -3885,6 +3943,10 @@ share_dir(struct run *run, struct file *j)
 		close(j->dirfd);
 		j->dir = *slot - 1;
 		j->dirfd = -1;		/* borrowed when needed */
+		if (strcmp(j->dirpath, jobs[j->dir].dirpath) == 0) {
+			free(j->dirpath);	/* one copy per directory */
+			j->dirpath = jobs[j->dir].dirpath;
+		}
 	} else
 		*slot = j->dir + 1;
 	return 0;
