@@ -323,6 +323,13 @@ help(void)
 
 static void warnx(const char *, const char *, ...);
 
+/* Does litter name NAME exist (it is NULL or "" when it does not)? */
+static int
+named(const char *name)
+{
+	return name != NULL && name[0] != '\0';
+}
+
 /*
  * Remove NAME from DIRFD (DIR in messages).  One that cannot be removed,
  * as on a file system turned read-only, is named when TELL allows it (not
@@ -332,7 +339,7 @@ static void
 unlink_litter(int dirfd, const char *dir, char *name, const char *what,
     int tell)
 {
-	if (name == NULL || name[0] == '\0')
+	if (!named(name))
 		return;
 	/* DIRFD -1: its directory could not be opened again (errno). */
 	if ((dirfd < 0 || (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)) &&
@@ -372,9 +379,7 @@ remove_file_litter(struct file *f, int tell)
 	const struct file *d = &jobs[f->dir];
 	int fd = d->dirfd, reopened = -1;
 
-	if ((f->tmpname == NULL || f->tmpname[0] == '\0') && (f->bakname == NULL ||
-	    f->bakname[0] == '\0') && (f->lockname == NULL ||
-	    f->lockname[0] == '\0'))
+	if (!named(f->tmpname) && !named(f->bakname) && !named(f->lockname))
 		return;
 	if (fd < 0)
 		fd = reopened = reopen_dir(d);
@@ -1940,7 +1945,7 @@ make_dir_ring(struct run *run)
 {
 	run->maxdirs = njobs > 1 ? dir_budget() : 1;
 	run->ringsize = run->maxdirs < njobs ? run->maxdirs : njobs;
-	run->opendirs = xmalloc((run->ringsize + 1) * sizeof *run->opendirs);
+	run->opendirs = xmalloc(run->ringsize * sizeof *run->opendirs);
 }
 
 /* Room for one more directory: those open longest, closed. */
