@@ -117,6 +117,8 @@
 #define WINDOW		((off_t)8 << 20)	/* ... a window at a time */
 #define STEP_FDS	16		/* descriptors a step opens besides the
 					   directories' (with room to spare) */
+#define FLUSH_DEPTH	32		/* a batch's new files whose data is
+					   on its way to the disk at once */
 
 /*
  * The options: written by parse_options (and parse_owner, parse_wait) only,
@@ -239,6 +241,9 @@ struct run {
 	size_t	 maxdirs;		/* directories open at once, at most */
 	size_t	 held;			/* new files' descriptors kept until
 					   after the renames (FL_KEEPFD) */
+	size_t	 depth;			/* new files flushed at once, at most:
+					   flush_later */
+	size_t	 nflushing, nextflush;	/* how many are, from which job on */
 	struct file *borrower;		/* the target whose step has its
 					   directory's descriptor: use_dir */
 	int	 perfile;		/* flush each file, not each file
@@ -1896,7 +1901,7 @@ open_target(struct file *f)
  * (resolve_job), and its descriptor held by its first job, for its targets
  * to borrow one step at a time (use_dir).  A run may name more directories
  * than the descriptor limit allows: the soft limit is raised, as far as the
- * hard one and as far as the targets need (dir_budget); past that, the
+ * hard one and as far as the targets need (fd_budget); past that, the
  * directory open longest is closed (make_room), and opened again by its
  * path when one of its targets needs it, if it still is the same directory
  * (reopen_dir: device and inode).
@@ -1919,12 +1924,15 @@ open_fds(void)
 	return n > 0 ? n - 1 : 0;	/* not opendir's own */
 }
 
-/* How many directories a run of several targets may keep open. */
+/*
+ * How many descriptors a run of several targets may keep open: for its
+ * directories and the new files being flushed.
+ */
 static size_t
-dir_budget(void)
+fd_budget(void)
 {
 	struct rlimit rl;
-	rlim_t used = open_fds() + STEP_FDS, want = used + njobs;
+	rlim_t used = open_fds() + STEP_FDS, want = used + njobs + FLUSH_DEPTH;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 1;
@@ -1936,14 +1944,20 @@ dir_budget(void)
 			return 1;
 	}
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
-		return njobs;
+		return njobs + FLUSH_DEPTH;
 	return rl.rlim_cur > used ? rl.rlim_cur - used : 1;
 }
 
+/* The descriptors of a run: up to half for the flushes, the rest to read
+   directories. */
 static void
 make_dir_ring(struct run *run)
 {
-	run->maxdirs = njobs > 1 ? dir_budget() : 1;
+	size_t fds = njobs > 1 ? fd_budget() : 1;
+
+	run->depth = njobs > 1 ? fds / 2 < FLUSH_DEPTH ? fds / 2 :
+	    FLUSH_DEPTH : 0;
+	run->maxdirs = fds - run->depth;
 	run->ringsize = run->maxdirs < njobs ? run->maxdirs : njobs;
 	run->opendirs = xmalloc(run->ringsize * sizeof *run->opendirs);
 }
@@ -3420,6 +3434,26 @@ flush_new(const struct file *f, int fd)
 }
 
 /*
+ * The first half of step 5 in a batch's pipeline (flush_later): the new
+ * file's write-back started, to be waited for a few files later.  An error
+ * is a lost write, as in write_behind.
+ */
+static int
+start_flush(const struct file *f, int fd)
+{
+#ifdef HAVE_SYNC_FILE_RANGE
+	if (sync_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 &&
+	    errno != ENOSYS)
+		return failed(f->target, "cannot flush to disk: %s",
+		    strerror(errno));
+#else
+	(void)f;
+	(void)fd;
+#endif
+	return 0;
+}
+
+/*
  * F's flushes (FL_*), once its plan and the new file's mode are known: per
  * file where there is one target or syncfs does not report errors
  * (RUN->perfile), else per file system where the plan has it.
@@ -3888,7 +3922,7 @@ flush_fs(int fd)
  * over.)
  */
 static void
-drop_job(struct file *f)
+drop_inputs(struct file *f)
 {
 	if (f->fd >= 0 && !opt.lock) {
 		close(f->fd);
@@ -3896,9 +3930,16 @@ drop_job(struct file *f)
 	}
 	if (f->in > STDIN_FILENO)
 		close(f->in);
+	f->in = -1;
+}
+
+static void
+drop_job(struct file *f)
+{
+	drop_inputs(f);
 	if (f->newfd >= 0)
 		close(f->newfd);
-	f->in = f->newfd = -1;
+	f->newfd = -1;
 }
 
 /* Step 1; the targets of one directory share one descriptor of it. */
@@ -4077,6 +4118,30 @@ keep_unchanged(struct file *j)
 }
 
 /*
+ * Does J's new file, in a batch, wait for its flush (FL_WAIT, FL_FSYNC) in
+ * a pipeline: its write-back started now, the flush finished FLUSH_DEPTH
+ * files later (finish_flushes), its descriptor open till then?  Then the
+ * disk writes many files at once, not one after the other.  Not a file
+ * kept open anyway (FL_KEEPFD) or locked once flushed (-l).
+ */
+static int
+flush_later(const struct run *run, const struct file *j)
+{
+	return run->depth > 0 && (j->flushes & (FL_WAIT | FL_FSYNC)) &&
+	    !(j->flushes & FL_KEEPFD) && !opt.lock;
+}
+
+/* J's new file closed: 0, or -1 (said). */
+static int
+close_new(struct file *j)
+{
+	int fd = j->newfd;
+
+	j->newfd = -1;
+	return fd >= 0 && close(fd) < 0 ? failed_errno(j->target) : 0;
+}
+
+/*
  * Steps 4 and 5 for J's new file, which then waits for its rename: READY.
  * Where the journal orders data, waiting for it is enough; elsewhere its
  * write-back is started now, and syncfs reports any error (FL_START).
@@ -4084,12 +4149,16 @@ keep_unchanged(struct file *j)
 static int
 make_ready(struct run *run, struct file *j)
 {
+	int later = flush_later(run, j);
+
 	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
 	    apply_metadata(j, j->newfd) < 0 ||
-	    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&
+	    (later && start_flush(j, j->newfd) < 0) ||
+	    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&
 	    flush_new(j, j->newfd) < 0) ||
 	    (opt.lock && lock_new_file(j, j->newfd) < 0))
 		return -1;
+	run->nflushing += later;
 #ifdef HAVE_SYNC_FILE_RANGE
 	if (j->flushes & FL_START)
 		sync_file_range(j->newfd, 0, 0, SYNC_FILE_RANGE_WRITE);
@@ -4130,13 +4199,8 @@ prepare_job(struct run *run, struct file *j)
 		return -1;
 	if ((same ? keep_unchanged(j) : make_ready(run, j)) < 0)
 		return -1;
-	if (j->newfd >= 0 && close(j->newfd) < 0) {
-		j->newfd = -1;
-		return failed_errno(j->target);
-	}
-	j->newfd = -1;
-	drop_job(j);
-	return 0;
+	drop_inputs(j);
+	return j->state == READY && flush_later(run, j) ? 0 : close_new(j);
 }
 
 /*
@@ -4330,6 +4394,28 @@ abandon_resolved(struct file *j)
 	return abandon(j);
 }
 
+/*
+ * The pipeline's flushes finished, the oldest first, till fewer than its
+ * depth are under way (or none: ALL); the new files whose flush fails are
+ * abandoned.  How many failed.
+ */
+static size_t
+finish_flushes(struct run *run, int all)
+{
+	size_t nfailed = 0;
+	struct file *j;
+
+	while (run->nflushing > 0 && (all || run->nflushing >= run->depth)) {
+		j = &jobs[run->nextflush++];
+		if (j->state != READY || j->newfd < 0)
+			continue;
+		run->nflushing--;
+		if (flush_new(j, j->newfd) < 0 || close_new(j) < 0)
+			nfailed += abandon(j);
+	}
+	return nfailed;
+}
+
 /* How it ended, for each target; stdout for --print-changed. */
 static int
 report_jobs(size_t done, size_t left, int status)
@@ -4451,10 +4537,13 @@ prepare_all(struct run *run)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && check_job_dir(run, &jobs[i]) < 0)
 			nfailed += abandon(&jobs[i]);
-	for (i = 0; i < njobs; i++)
+	for (i = 0; i < njobs; i++) {
 		if (jobs[i].state == TODO && (use_dir(run, &jobs[i]) < 0 ||
 		    prepare_job(run, &jobs[i]) < 0))
 			nfailed += abandon(&jobs[i]);
+		nfailed += finish_flushes(run, 0);
+	}
+	nfailed += finish_flushes(run, 1);
 	if (nfailed == 0)
 		nfailed = prepare_renames(run);
 	if (nfailed > 0 && run->single)

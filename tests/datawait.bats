@@ -325,7 +325,7 @@ plan_faked()
 	for rel in $reports $silent; do
 		case " $reports " in
 		*" $rel "*) want="start*2 syncfs rename*2 fsync:m/d" ;;
-		*) want="fsync-temp*2 rename*2 fsync:m/d" ;;
+		*) want="start*2 fsync-temp*2 rename*2 fsync:m/d" ;;
 		esac
 		rm -f m/d/b
 		plan_faked "$rel" -t m/d s/a s/b

@@ -42,26 +42,26 @@ expect()
 	require_ext4_sysfs
 	mount_fs ext4 m -F
 	on_fs m
-	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+	expect ordered m "wait rename fsync:m/d" "start*2 wait*2 rename*2 fsync:m/d"
 }
 
 @test "ext4 journal_async_commit (not proven): each new file flushed" {
 	MOUNT_OPTS=data=writeback,journal_async_commit mount_fs ext4 m -F
 	on_fs m
-	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+	expect safe m "fsync-temp rename fsync:m/d" "start*2 fsync-temp*2 rename*2 fsync:m/d"
 }
 
 @test "ext4 with an option the allow-list does not name (nobarrier): each new file flushed" {
 	MOUNT_OPTS=nobarrier mount_fs ext4 m -F
 	on_fs m
-	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+	expect safe m "fsync-temp rename fsync:m/d" "start*2 fsync-temp*2 rename*2 fsync:m/d"
 }
 
 @test "ext4 commit= and errors= (proven): the cheap sequence stays" {
 	require_ext4_sysfs
 	MOUNT_OPTS=commit=30,errors=remount-ro mount_fs ext4 m -F
 	on_fs m
-	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+	expect ordered m "wait rename fsync:m/d" "start*2 wait*2 rename*2 fsync:m/d"
 }
 
 # The second directory flush makes the removal of the old file's hidden link
@@ -69,7 +69,7 @@ expect()
 @test "ext2 (no journal): each new file flushed, no syncfs" {
 	mount_fs ext2 m -F
 	on_fs m
-	expect nojournal m "fsync-temp rename fsync:m/d*2" "fsync-temp*2 rename*2 fsync:m/d*2"
+	expect nojournal m "fsync-temp rename fsync:m/d*2" "start*2 fsync-temp*2 rename*2 fsync:m/d*2"
 }
 
 # link_trace [--inject SPEC] ARG...: ponywrite ARG... under strace (SPEC:
@@ -205,13 +205,13 @@ link_trace()
 @test "XFS, default options: data waited for, one directory flush" {
 	mount_fs xfs m -f
 	on_fs m
-	expect ordered m "wait rename fsync:m/d" "wait*2 rename*2 fsync:m/d"
+	expect ordered m "wait rename fsync:m/d" "start*2 wait*2 rename*2 fsync:m/d"
 }
 
 @test "XFS with an option the allow-list does not name (wsync): each new file flushed" {
 	MOUNT_OPTS=wsync mount_fs xfs m -f
 	on_fs m
-	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+	expect safe m "fsync-temp rename fsync:m/d" "start*2 fsync-temp*2 rename*2 fsync:m/d"
 }
 
 # btrfs logs a renamed file's data and new name in one log commit when the
@@ -270,7 +270,7 @@ flushed_through_descriptor()
 @test "btrfs ssd_spread (begins like the proven ssd, is not it): each new file flushed" {
 	MOUNT_OPTS=ssd_spread mount_fs btrfs m -f
 	on_fs m
-	expect safe m "fsync-temp rename fsync:m/d" "fsync-temp*2 rename*2 fsync:m/d"
+	expect safe m "fsync-temp rename fsync:m/d" "start*2 fsync-temp*2 rename*2 fsync:m/d"
 }
 
 # The same on FUSE: after the directory, each new file is flushed through
@@ -311,8 +311,8 @@ flushed_through_descriptor()
 	mount_bindfs low m
 	on_fs m
 	expect fuse m "fsync-temp rename fsync:m/d fsync:m/d/t" \
-	    "fsync-temp*2 rename*2 fsync:m/d fsync:m/d/a fsync:m/d/b"
+	    "start*2 fsync-temp*2 rename*2 fsync:m/d fsync:m/d/a fsync:m/d/b"
 	plan --no-sync -t m/d s/a s/b
-	[ "$PLAN" = "fsync-temp*2 rename*2" ] || fail "--no-sync on FUSE: '$PLAN'"
+	[ "$PLAN" = "start*2 fsync-temp*2 rename*2" ] || fail "--no-sync on FUSE: '$PLAN'"
 }
 

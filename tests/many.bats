@@ -316,15 +316,16 @@ pairs()
 # DIR's file system by the allow-list (plan_of): ORDERED where the journal
 # orders data (ext4 with a journal, XFS, with proven options), SYNCFS where
 # only one syncfs is proven (btrfs: plan_of filelog, a batch's syncfs), SAFE elsewhere (each new file flushed;
-# SAFE defaults to SYNCFS with its "start*N syncfs" as "fsync-temp*N"),
-# NOJOURNAL without a journal (default SAFE).
+# SAFE defaults to SYNCFS with its "start*N syncfs" as "start*N fsync-temp*N":
+# a batch starts each new file's write-back, and flushes it a few files
+# later), NOJOURNAL without a journal (default SAFE).
 expect_plan()
 {
 	local want
 	case $(plan_of "$1") in
 	ordered) want=$2 ;;
 	filelog) want=$3 ;;
-	*) want=${4-$(sed -E 's/start(\*[0-9]+)? syncfs/fsync-temp\1/' <<<"$3")} ;;
+	*) want=${4-$(sed -E 's/start(\*[0-9]+)? syncfs/start\1 fsync-temp\1/' <<<"$3")} ;;
 	esac
 	[ "$(plan_of "$1")" != nojournal ] || want=${5-$want}
 	[ "$PLAN" = "$want" ] || fail "plan on $1: '$PLAN', expected '$want' ($TRACE)"
@@ -337,12 +338,15 @@ expect_plan()
 	plan -t d s/a s/b s/c
 	assert_status 0
 	# without a journal: the old files' hidden links removed and flushed
-	expect_plan d "wait*3 rename*3 fsync:d" "start*3 syncfs rename*3 fsync:d" \
-	    "fsync-temp*3 rename*3 fsync:d" "fsync-temp*3 rename*3 fsync:d*2"
+	expect_plan d "start*3 wait*3 rename*3 fsync:d" \
+	    "start*3 syncfs rename*3 fsync:d" \
+	    "start*3 fsync-temp*3 rename*3 fsync:d" \
+	    "start*3 fsync-temp*3 rename*3 fsync:d*2"
 	plan --no-sync --batch=<(pairs d/b s/a d/a s/b)
 	assert_status 0
-	expect_plan d "wait*2 rename*2" "start*2 syncfs rename*2" \
-	    "fsync-temp*2 rename*2" "fsync-temp*2 rename*2 fsync:d*2"
+	expect_plan d "start*2 wait*2 rename*2" "start*2 syncfs rename*2" \
+	    "start*2 fsync-temp*2 rename*2" \
+	    "start*2 fsync-temp*2 rename*2 fsync:d*2"
 	assert_content d/b $'new a\n'
 }
 
@@ -351,8 +355,9 @@ expect_plan()
 	echo x > s/x
 	plan --batch=<(pairs one/a s/x two/b s/x one/c s/x)
 	assert_status 0
-	expect_plan one "wait*3 rename*3 syncfs" "start*3 syncfs rename*3 syncfs" \
-	    "fsync-temp*3 rename*3 fsync:one fsync:two"
+	expect_plan one "start*3 wait*3 rename*3 syncfs" \
+	    "start*3 syncfs rename*3 syncfs" \
+	    "start*3 fsync-temp*3 rename*3 fsync:one fsync:two"
 	assert_content two/b $'x\n'
 }
 
@@ -361,8 +366,10 @@ expect_plan()
 	cp d/b s/b
 	plan -C -t d s/a s/b
 	assert_status 0
-	expect_plan d "wait syncfs rename fsync:d" "start syncfs rename fsync:d" \
-	    "fsync-temp fsync:d/b rename fsync:d" "fsync-temp fsync:d/b rename fsync:d*2"
+	expect_plan d "start wait syncfs rename fsync:d" \
+	    "start syncfs rename fsync:d" \
+	    "start fsync:d/b fsync-temp rename fsync:d" \
+	    "start fsync:d/b fsync-temp rename fsync:d*2"
 	plan -C --no-sync -t d s/b
 	expect_plan d "" ""
 }
@@ -376,7 +383,8 @@ expect_plan()
 	# m/d/x exists now: without a journal its directory is flushed before
 	# the old file's hidden link goes, --no-sync or not; m/e/x is new.
 	plan --no-sync --batch=<(pairs m/d/x s/x m/e/x s/x)
-	[ "$PLAN" = "fsync-temp*2 rename*2 fsync:m/d*2" ] || fail "--no-sync plan: $PLAN"
+	[ "$PLAN" = "start*2 fsync-temp*2 rename*2 fsync:m/d*2" ] ||
+	    fail "--no-sync plan: $PLAN"
 	assert_content m/e/x $'x\n'
 }
 
@@ -391,9 +399,9 @@ expect_plan()
 		plan -t "m$fs/d" s/x
 		expect_plan "m$fs/d" "wait rename fsync:m$fs/d" ""
 		plan --batch=<(pairs "m$fs/d/x" s/x "m$fs/e/x" s/x)
-		expect_plan "m$fs/d" "wait*2 rename*2 syncfs" ""
+		expect_plan "m$fs/d" "start*2 wait*2 rename*2 syncfs" ""
 		plan --no-sync --batch=<(pairs "m$fs/d/x" s/x "m$fs/e/x" s/x)
-		expect_plan "m$fs/d" "wait*2 rename*2" ""
+		expect_plan "m$fs/d" "start*2 wait*2 rename*2" ""
 	done
 }
 
@@ -411,6 +419,71 @@ expect_plan()
 	[ "$small" -eq "$large" ] && [ "$large" -le 2 ] ||
 	    fail "flushes: $small for 2 files, $large for 40"
 	[ "$(ls d | wc -l)" -eq 40 ] || fail "not every file replaced"
+}
+
+# in_flight: from TRACE (trace_syncs), the most new files whose write-back
+# was started (sync_file_range ... WRITE) and not yet waited for or flushed;
+# "-1" if one is flushed without being started, or renamed before its flush.
+in_flight()
+{
+	printf '%s\n' "$TRACE" | awk '
+	function file() { match($0, /<[^>]*>/); return substr($0, RSTART, RLENGTH) }
+	/^sync_file_range\(.*WAIT_AFTER/ || /^f(data)?sync\(/ {
+		f = file(); if (!(f in open)) next
+		delete open[f]; n--; flushed++; next
+	}
+	/^sync_file_range\(/ { open[file()] = 1; n++; if (n > most) most = n; next }
+	/^rename/ { if (n > 0) bad = 1 }
+	END { print bad ? -1 : most " " flushed }'
+}
+
+@test "a batch flushes its new files in a pipeline: many on their way to the disk at once, at most 32, all before the first rename" {
+	local fs opts
+	for fs in ext4 ext4-nojournal; do
+		opts=-F
+		[ "$fs" = ext4-nojournal ] && opts="-F -O ^has_journal"
+		# shellcheck disable=SC2086 # options, split
+		mount_fs ext4 "m$fs" $opts
+		mkdir -p "m$fs/d" s
+		local i
+		for i in $(seq 1 100); do echo "$i" > "s/f$i"; done
+		trace_syncs -t "m$fs/d" s/f*
+		assert_status 0
+		[ "$(in_flight)" = "32 100" ] ||
+		    fail "$fs: at most, files on their way and files flushed: $(in_flight) ($TRACE)"
+		assert_content "m$fs/d/f100" $'100\n'
+	done
+}
+
+# The pipeline's two halves, each failing for the second of two files: the
+# start of its write-back (sync_file_range 2), the wait for it (the fourth:
+# ext4 with a journal) or its fsync (the second: without a journal).
+@test "a batch's pipeline: a failed start of a write-back, wait or fsync: exit 1, nothing replaced, no temporary file" {
+	require_cmd strace
+	local fs opts inject
+	for fs in ext4 ext4-nojournal; do
+		opts=-F
+		[ "$fs" = ext4-nojournal ] && opts="-F -O ^has_journal"
+		# shellcheck disable=SC2086 # options, split
+		mount_fs ext4 "m$fs" $opts
+		mkdir -p "m$fs/d" s
+		echo 'old a' > "m$fs/d/a"
+		echo 'old b' > "m$fs/d/b"
+		echo 'new a' > s/a
+		echo 'new b' > s/b
+		snapshot "m$fs/d/a" "m$fs/d/b"
+		for inject in sync_file_range:error=EIO:when=2 \
+		    "$([ "$fs" = ext4 ] && echo sync_file_range:error=EIO:when=4 ||
+		    echo fsync:error=EIO:when=2)"; do
+			run --separate-stderr strace -f -qq -o /dev/null \
+			    -e inject="$inject" "$PONYWRITE" -t "m$fs/d" s/a s/b
+			assert_status 1
+			assert_stderr "ponywrite: m$fs/d/b: cannot flush to disk: $E_EIO
+ponywrite: nothing replaced: 1 of 2 targets failed"
+			assert_untouched "m$fs/d/a" "m$fs/d/b"
+			assert_no_litter "m$fs/d"
+		done
+	done
 }
 
 @test "the data of a new file cannot be written: exit 1, nothing replaced, no temporary file" {
@@ -563,9 +636,9 @@ ponywrite: nothing replaced"
 	plan --batch=<(pairs d/a s/x m/b s/x d/c s/x)
 	assert_status 0
 	# m is ext4 with a journal: its file is waited for, no syncfs there.
-	expect_plan d "wait*3 rename*3 fsync:d fsync:m" \
-	    "start wait start syncfs rename*3 fsync:d fsync:m" \
-	    "fsync-temp wait fsync-temp rename*3 fsync:d fsync:m"
+	expect_plan d "start*3 wait*3 rename*3 fsync:d fsync:m" \
+	    "start*3 wait syncfs rename*3 fsync:d fsync:m" \
+	    "start*3 fsync-temp wait fsync-temp rename*3 fsync:d fsync:m"
 	assert_content m/b $'x\n'
 	assert_content d/c $'x\n'
 }
@@ -594,7 +667,7 @@ ponywrite: nothing replaced"
 	local real=$PONYWRITE
 	PONYWRITE=setarch plan --uname-2.6 "$real" -C --batch=<(pairs one/a s/x two/b s/x one/c s/c)
 	assert_status 0
-	expect_plan one "wait*2 fsync:one/c rename*2 fsync:one fsync:two" \
-	    "fsync-temp*2 fsync:one/c rename*2 fsync:one fsync:two"
+	expect_plan one "start*2 fsync:one/c wait*2 rename*2 fsync:one fsync:two" \
+	    "start*2 fsync:one/c fsync-temp*2 rename*2 fsync:one fsync:two"
 	assert_content two/b $'x\n'
 }

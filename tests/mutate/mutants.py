@@ -42,8 +42,8 @@ M("splice-error-ignored", "splice_pipe",
 M("cfr-error-ignored", "copy_span",
   [("if (done < len && n < 0 && dest_error(errno))", "if (0)")],
   "ENOSPC from copy_file_range falls back to pread/pwrite", "write")
-M("close-error-ignored", "prepare_job",
-  [("if (j->newfd >= 0 && close(j->newfd) < 0) {", "if (j->newfd >= 0 && close(j->newfd) < -1) {")],
+M("close-error-ignored", "close_new",
+  [("fd >= 0 && close(fd) < 0 ?", "fd >= 0 && close(fd) < -1 ?")],
   "a close() error on the temporary file is ignored", "close")
 M("rename-error-ignored", "rename_over",
   [("if (renameat(f->dirfd, tmp, f->dirfd, f->name) < 0) {",
@@ -52,7 +52,7 @@ M("rename-error-ignored", "rename_over",
 
 # --- flushes removed, moved, retried, weakened
 M("no-data-flush", "make_ready",
-  [("((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0)", "0")],
+  [("(!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0)", "0")],
   "the temporary file is not flushed before the rename", "flush")
 M("data-flush-error-ignored", "make_ready",
   [("flush_new(j, j->newfd) < 0", "flush_new(j, j->newfd) < -1")],
@@ -71,7 +71,7 @@ M("file-flush-status-0", "flush_renamed_files",
   [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "make_ready",
-  [("apply_metadata(j, j->newfd) < 0 ||\n\t    ((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "((j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    apply_metadata(j, j->newfd) < 0 ||")],
+  [("apply_metadata(j, j->newfd) < 0 ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    apply_metadata(j, j->newfd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
@@ -413,8 +413,8 @@ M("many-dir-inode-only", "dir_slot",
 M("many-unchanged-temp-cwd", "keep_unchanged",
   [("unlink_litter(j->dirfd, j->dirpath, j->tmpname,", "unlink_litter(AT_FDCWD, j->dirpath, j->tmpname,")],
   "-C in a batch leaves the temporary file beside an unchanged target", "litter")
-M("many-close-error-ignored", "prepare_job",
-  [("if (j->newfd >= 0 && close(j->newfd) < 0) {", "if (0) {")],
+M("many-close-error-ignored", "finish_flushes",
+  [("flush_new(j, j->newfd) < 0 || close_new(j) < 0", "flush_new(j, j->newfd) < 0 || (close_new(j), 0)")],
   "a close error on a batch's temporary file is ignored", "close")
 M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
@@ -496,10 +496,23 @@ M("dirs-never-closed", "make_room",
   [("run->nopen > 0 && run->nopen + run->held >= run->maxdirs", "0")],
   "every directory held open: a batch over more directories than the limit"
   " fails", "fdlimit")
-M("soft-limit-not-raised", "dir_budget",
+M("soft-limit-not-raised", "fd_budget",
   [("if (setrlimit(RLIMIT_NOFILE, &rl) < 0 &&", "if (1 &&")],
   "the soft descriptor limit is not raised: directories are closed and"
   " opened again where the hard limit had room", "fdlimit")
 M("borrowed-dir-not-taken", "use_dir",
   [("\tj->dirfd = d->dirfd;\n\treturn 0;", "\treturn 0;")],
   "a target of a shared directory is given no descriptor of it", "fdlimit")
+M("pipeline-unbounded", "finish_flushes",
+  [("(all || run->nflushing >= run->depth)", "all")],
+  "a batch keeps every new file open till all are written: one descriptor"
+  " a target", "fdlimit")
+M("pipeline-not-drained", "prepare_all",
+  [("\tnfailed += finish_flushes(run, 1);\n", "")],
+  "the last new files of a batch are renamed before their flush", "flush")
+M("pipeline-flush-error-ignored", "finish_flushes",
+  [("flush_new(j, j->newfd) < 0 ||", "(flush_new(j, j->newfd), 0) ||")],
+  "a failed flush of a batch's new file is ignored", "flush")
+M("pipeline-start-error-ignored", "start_flush",
+  [("sync_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE) < 0 &&", "0 &&")],
+  "a failed start of a batch's write-back is ignored", "flush")
