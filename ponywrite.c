@@ -225,6 +225,13 @@ static struct sigaction origact[sizeof fatal / sizeof fatal[0]], origxfsz,
 static struct file *jobs;
 static size_t njobs;
 
+/* The directory of a source, kept for the next (open_source). */
+struct srcdir {
+	char	*path;			/* as given, up to its last '/' */
+	char	*at;			/* as the walk named it (messages) */
+	int	 fd;			/* opened for search only, or -1 */
+};
+
 /*
  * What a run keeps besides its files, from one step to the next; a local of
  * replace_all, passed to the steps that need it.
@@ -252,6 +259,8 @@ struct run {
 					   125 in command mode */
 	int	 lostbackup;		/* replaced, but a backup was not
 					   renamed: late */
+	mode_t	 umask;			/* the process's, for new files */
+	struct srcdir src;		/* the directory of the last source */
 };
 
 static char buf[BUFSIZE], cmpbuf[BUFSIZE];
@@ -1634,6 +1643,24 @@ failed_dir(const struct file *f, const char *path, const char *display,
 }
 
 /*
+ * F's directory PATH, where the target before F named the same (and was not
+ * reached through a link): opened again through that one's descriptor, not
+ * walked again, as a list in directory order has it.  -1 where not (or if
+ * its directory is closed for the descriptor limit).
+ */
+static int
+dir_as_before(const struct file *f, const char *path)
+{
+	const struct file *p = f - 1;
+
+	if (f == jobs || p->state != TODO || p->linked ||
+	    strcmp(p->dirpath, path) != 0 || jobs[p->dir].dirfd < 0)
+		return -1;
+	return xopenat(jobs[p->dir].dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC, 0);
+}
+
+/*
  * Open directory PATH (relative to ATFD: the current directory, or that of
  * the target); a copy of DISPLAY names it in messages.
  */
@@ -1652,8 +1679,9 @@ enter_dir(struct file *f, int atfd, const char *path, const char *display)
 		return failed_errno(NULL);
 	free(f->dirpath);
 	f->dirpath = shown;
-	fd = opt.parents ? make_parents(atfd, path, &w) :
-	    open_dir_at(atfd, path, &w);
+	if (atfd != AT_FDCWD || (fd = dir_as_before(f, path)) < 0)
+		fd = opt.parents ? make_parents(atfd, path, &w) :
+		    open_dir_at(atfd, path, &w);
 	if (fd < 0)
 		return failed_dir(f, path, display, &w);
 	if (f->dirfd >= 0)
@@ -2327,15 +2355,13 @@ default_acl_mode(const struct file *f, mode_t *mode)
  * bits, unless -m asks for them.
  */
 static int
-decide_metadata(struct file *f)
+decide_metadata(struct file *f, mode_t umask)
 {
 	mode_t mask = 0;
 
 	if (!f->regular || (opt.mode != NULL &&
-	    (*opt.mode < '0' || *opt.mode > '7'))) {
-		mask = umask(0);
-		umask(mask);
-	}
+	    (*opt.mode < '0' || *opt.mode > '7')))
+		mask = umask;
 	f->meta.mode = f->regular ? f->st.st_mode & 07777 : 0666 & ~mask;
 	if (!f->regular && default_acl_mode(f, &f->meta.mode) < 0)
 		return -1;
@@ -2385,20 +2411,22 @@ done:
 
 /*
  * The directory's NAME_MAX, asked of it: not every file system has 255
- * (fuse-overlayfs: 251).  musl's fpathconf answers 255 for any file system,
- * so statfs(2)'s f_namelen is asked too, and the smaller one taken.
+ * (fuse-overlayfs: 251).  On Linux, statfs(2)'s f_namelen, which glibc's
+ * fpathconf reads too and musl's does not (it answers 255 for any file
+ * system); fpathconf where statfs cannot tell.
  */
 static long
 name_max(const struct file *f)
 {
-	long max = fpathconf(f->dirfd, _PC_NAME_MAX);
+	long max = -1;
 #ifdef __linux__
 	struct statfs fs;
 
-	if (fstatfs(f->dirfd, &fs) == 0 && fs.f_namelen > 0 &&
-	    (max < 0 || (long)fs.f_namelen < max))
+	if (fstatfs(f->dirfd, &fs) == 0 && fs.f_namelen > 0)
 		max = fs.f_namelen;
 #endif
+	if (max < 0)
+		max = fpathconf(f->dirfd, _PC_NAME_MAX);
 	return max < 0 || max > NAME_MAX ? NAME_MAX : max;
 }
 
@@ -2624,15 +2652,37 @@ data_end(int in, off_t hole, off_t end, const char *inname)
 }
 
 /*
+ * The end of copy_regular, whose copy of IN ended at END: OUT, whose data
+ * ends at FILLED, made END long (a hole at the end), its offset there with
+ * -a; IN's offset at END if it is stdin, as if read(2) had read it.
+ */
+static int
+end_regular(struct file *f, int in, off_t end, int out, off_t filled,
+    off_t outend)
+{
+	int r = 0;
+
+	while (filled < outend && (r = ftruncate(out, outend)) < 0 &&
+	    errno == EINTR)
+		;
+	if (r < 0 || (opt.append && lseek(out, outend, SEEK_SET) < 0))
+		return failed_write(f);
+	if (in == STDIN_FILENO)
+		lseek(in, end, SEEK_SET);
+	return 0;
+}
+
+/*
  * A regular file, from its offset on: the data is copied, the holes stay
  * holes (SEEK_DATA), and what was appended while copying is copied too.
- * OUT is left positioned after it.
+ * OUT, which was empty from BASE on, ends there (a hole at the end is
+ * one); with -a, where more may follow, its offset is left after it.
  */
 static off_t
 copy_regular(struct file *f, int in, off_t start, off_t size, int out,
     off_t base, const char *inname)
 {
-	off_t data, hole, end = size > start ? size : start, n;
+	off_t data, hole, end = size > start ? size : start, n, filled = start;
 
 	for (hole = start; hole < end; hole = data + n) {
 		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
@@ -2651,6 +2701,7 @@ copy_regular(struct file *f, int in, off_t start, off_t size, int out,
 		if ((n = copy_span(f, in, data, out, base + data - start,
 		    hole - data, inname)) < 0)
 			return -1;
+		filled = data + n;
 		if (n < hole - data) {			/* it shrank */
 			end = data + n;
 			break;
@@ -2660,12 +2711,11 @@ copy_regular(struct file *f, int in, off_t start, off_t size, int out,
 	if ((n = copy_pread(f, in, end, out, base + end - start, MAX_OFF,
 	    inname)) < 0)
 		return -1;
+	filled = n > 0 ? end + n : filled;
 	end += n;
-	while ((n = ftruncate(out, base + end - start)) < 0 && errno == EINTR)
-		;
-	if (n < 0 || lseek(out, base + end - start, SEEK_SET) < 0)
-		return failed_write(f);
-	lseek(in, end, SEEK_SET);
+	if (end_regular(f, in, end, out, base + filled - start,
+	    base + end - start) < 0)
+		return -1;
 	return end - start;
 }
 
@@ -2703,16 +2753,17 @@ static off_t
 copy_fd(struct file *f, int in, int out, const char *inname)
 {
 	struct stat st;
-	off_t total = 0, start, at = lseek(out, 0, SEEK_CUR);
+	off_t total = 0, start, at = opt.append ? lseek(out, 0, SEEK_CUR) : 0;
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
 		return failed_errno(inname);
 	if (S_ISDIR(st.st_mode))
 		return failed(inname, "%s", strerror(EISDIR));
-	/* st_size 0 may be a file of /proc: read(2) it. */
+	/* st_size 0 may be a file of /proc: read(2) it.  Only stdin may have
+	   been read from before. */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
+	    (start = in == STDIN_FILENO ? lseek(in, 0, SEEK_CUR) : 0) >= 0)
 		return copy_regular(f, in, start, st.st_size, out, at,
 		    inname);
 #ifdef HAVE_SPLICE
@@ -2735,8 +2786,63 @@ copy_fd(struct file *f, int in, int out, const char *inname)
 	return total;
 }
 
+static void
+drop_source_dir(struct srcdir *d)
+{
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d->path);
+	free(d->at);
+	d->path = d->at = NULL;
+	d->fd = -1;
+}
+
+/* D: the directory of a source, its first N bytes, walked as walk_dir does. */
 static int
-open_input(const struct file *f)
+keep_source_dir(struct srcdir *d, const char *source, size_t n,
+    struct walk *w)
+{
+	int e;
+
+	drop_source_dir(d);
+	if ((d->path = strndup(source, n)) == NULL ||
+	    (d->fd = walk_dir(AT_FDCWD, d->path, O_SEARCH_DIR | O_DIRECTORY,
+	    w)) < 0 || (d->at = strdup(w->at)) == NULL) {
+		e = errno;
+		drop_source_dir(d);
+		errno = e;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * SOURCE, opened in the directory of the source before it where both name
+ * the same one, as given: a batch's sources are most often many in a few
+ * directories, each walked once, not once a source.  The last component
+ * is walked as walk_dir walks it.
+ */
+static int
+open_source(struct srcdir *d, const char *source, struct walk *w)
+{
+	const char *name = strrchr(source, '/');
+	size_t n;
+
+	if (name == NULL || name[1] == '\0' || strcmp(name, "/.") == 0 ||
+	    strcmp(name, "/..") == 0)
+		return walk_dir(AT_FDCWD, source, O_RDONLY, w);
+	n = (size_t)(++name - source);
+	if (d->path == NULL || strncmp(d->path, source, n) != 0 ||
+	    d->path[n] != '\0') {
+		if (keep_source_dir(d, source, n, w) < 0)
+			return -1;
+	} else
+		memcpy(w->at, d->at, strlen(d->at) + 1);
+	return walk_component(d->fd, name, O_RDONLY, w);
+}
+
+static int
+open_input(struct run *run, const struct file *f)
 {
 	struct walk w;
 	int fd;
@@ -2749,7 +2855,7 @@ open_input(const struct file *f)
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = walk_dir(AT_FDCWD, f->source, O_RDONLY, &w)) >= 0)
+	if ((fd = open_source(&run->src, f->source, &w)) >= 0)
 		return fd;
 	if (w.refused)
 		return failed_planted(w.link, "following a link", w.owner,
@@ -2900,7 +3006,7 @@ run_command(struct file *f, int out)
 }
 
 static off_t
-fill_temp(struct file *f, int fd)
+fill_temp(struct run *run, struct file *f, int fd)
 {
 	off_t old, added;
 	int in;
@@ -2910,7 +3016,7 @@ fill_temp(struct file *f, int fd)
 	if (opt.command != NULL)
 		added = run_command(f, fd);
 	else {
-		if ((in = f->in = open_input(f)) < 0)
+		if ((in = f->in = open_input(run, f)) < 0)
 			return -1;
 		added = copy_fd(f, in, fd, input_name(f));
 		if (in != STDIN_FILENO)
@@ -2960,13 +3066,13 @@ unchanged(const struct file *f, int fd, off_t size)
  * needs no writable directory.  Otherwise the error E stands.
  */
 static int
-input_unchanged(struct file *f, int e)
+input_unchanged(struct run *run, struct file *f, int e)
 {
 	off_t off = 0;
 	ssize_t n;
 	int in, same = opt.command == NULL && !opt.append && meta_unchanged(f);
 
-	if ((in = f->in = same ? open_input(f) : -1) < 0 && same)
+	if ((in = f->in = same ? open_input(run, f) : -1) < 0 && same)
 		return -1;
 	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
 		if (n < 0)
@@ -2989,11 +3095,11 @@ input_unchanged(struct file *f, int e)
  * old one, content and metadata; 0 if not; -1.
  */
 static int
-same_as_old(struct file *f, int fd, off_t size)
+same_as_old(struct run *run, struct file *f, int fd, off_t size)
 {
 	if (!opt.ifchanged)
 		return 0;
-	return fd < 0 ? input_unchanged(f, -fd) : unchanged(f, fd, size);
+	return fd < 0 ? input_unchanged(run, f, -fd) : unchanged(f, fd, size);
 }
 
 /* ==== Step 4: metadata, on the descriptor ==== */
@@ -4190,12 +4296,12 @@ prepare_job(struct run *run, struct file *j)
 	if ((opt.lock ? lock_target(j) : open_target(j)) < 0)
 		return -1;
 	if ((!opt.ifchanged && check_replaceable(j, run->single) < 0) ||
-	    decide_metadata(j) < 0)
+	    decide_metadata(j, run->umask) < 0)
 		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (create_temp(j, &j->newfd) < 0 ||
-	    (size = j->newfd >= 0 ? fill_temp(j, j->newfd) : 0) < 0 ||
-	    (same = same_as_old(j, j->newfd, size)) < 0)
+	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
+	    (same = same_as_old(run, j, j->newfd, size)) < 0)
 		return -1;
 	if ((same ? keep_unchanged(j) : make_ready(run, j)) < 0)
 		return -1;
@@ -4606,6 +4712,8 @@ replace_all(void)
 	struct run run = { 0 };
 	int status = 0;
 
+	run.src.fd = -1;
+	umask(run.umask = umask(0));
 	run.single = opt.target != NULL;
 	run.late = opt.command != NULL ? 125 : 3;
 	if (run.single) {
@@ -4623,6 +4731,7 @@ replace_all(void)
 			status = commit_all(&run);
 	}
 	remove_litter(1);
+	drop_source_dir(&run.src);
 	free(run.dirtab);
 	free(run.opendirs);
 	free(run.list);

@@ -207,6 +207,33 @@ sticky_setup()
 	assert_no_litter
 }
 
+# A batch walks the directory of a run of sources in it once: each source
+# there is still opened by the sticky-directory rule, and a refusal still
+# names the directory.
+@test "a batch's sources in one sticky directory: a link another user planted there refused, the directory named, nothing replaced (root)" {
+	sticky_setup
+	echo fine > s/ok
+	ln -s "$WORK/victim" s/evil
+	chown -h nobody:nogroup s/evil
+	mkdir d
+	printf '%s\0' d/a s/ok d/b s/evil d/c s/ok d/e ./s/ok >list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 1
+	assert_stderr "ponywrite: s/evil: not following a link that nobody (65534) owns in the sticky directory s
+ponywrite: nothing replaced: 1 of 4 targets failed"
+	[ -z "$(ls -A d)" ] || fail "made $(ls -A d)"
+	printf '%s\0' d/a s/ok d/b s/missing d/c ./s/ok >list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 1
+	assert_stderr "ponywrite: s/missing: No such file or directory
+ponywrite: nothing replaced: 1 of 3 targets failed"
+	printf '%s\0' d/a s/ok d/c ./s/ok d/b s/ok >list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 0
+	assert_content d/b $'fine\n'
+	assert_content victim $'victim\n'
+}
+
 @test "sticky world-writable dir: links owned by the caller or the dir owner are followed (root)" {
 	sticky_setup
 	ln -s "$WORK/victim" s/mine
