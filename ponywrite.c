@@ -165,29 +165,25 @@ struct file {
 	const char *target;		/* as given */
 	const char *source;
 	char	*dirpath;		/* its real directory, for messages */
+	const char *name;		/* its name in that directory: in
+					   target, or allocated (a link's) */
+	size_t	 dir;			/* the first job in that directory */
+	dev_t	 dev;			/* the file system of that directory */
+	ino_t	 ino;
+	struct oldstat st;
+	/* cppcheck-suppress unusedStructMember ; write_behind's *at */
+	off_t	 behind;		/* write-behind: the first window not
+					   yet written out, MAX_OFF for none */
+	/* Shared with the signal handler: "" or NULL when there is none. */
+	char	*tmpname;		/* the temporary file, sized for it */
+	char	*bakname;		/* hidden link for -b or FL_KEEP_OLD */
+	char	*lockname;		/* -l lock file we hold */
 	int	 dirfd;			/* its directory: on the first job
 					   there, held, or -1 if closed for
 					   the descriptor limit; on another,
 					   borrowed for a step (use_dir) */
-	char	*name;			/* its name in that directory */
-	size_t	 dir;			/* the first job in that directory */
-	dev_t	 dev;			/* the file system of that directory */
-	ino_t	 ino;
-	int	 exists;		/* something has that name */
-	int	 regular;		/* ... and it is a regular file */
-	struct oldstat st;
 	int	 fd;			/* read descriptor of the old file, or -1 */
 	int	 in;			/* the input, while it is open, or -1 */
-	int	 pathonly;		/* ... or an O_PATH one: not readable */
-	int	 linked;		/* reached through a symbolic link */
-	int	 flushdir;		/* FLUSH_*, on a directory's first job:
-					   what its flush after the renames
-					   makes durable */
-	int	 plan;			/* its file system's flush plan */
-	int	 flushes;		/* FL_*: plan_flushes */
-	/* cppcheck-suppress unusedStructMember ; write_behind's *at */
-	off_t	 behind;		/* write-behind: the first window not
-					   yet written out, MAX_OFF for none */
 	int	 newfd;			/* the temporary file, or -1 */
 	int	 keptfd;		/* the new file, kept for
 					   flush_renamed_files, or -1 */
@@ -196,14 +192,22 @@ struct file {
 		uid_t	 uid;
 		gid_t	 gid;
 	} meta;
-	/* Shared with the signal handler: "" or NULL when there is none. */
-	char	*tmpname;		/* the temporary file, sized for it */
-	char	*bakname;		/* hidden link for -b or FL_KEEP_OLD */
-	char	*lockname;		/* -l lock file we hold */
-	enum { TODO, FAILED, UNCHANGED, READY, REPLACED } state;
-	int	 status;		/* the exit status if it fails:
+	/* Bit fields: a batch keeps one struct file a target. */
+	unsigned exists : 1;		/* something has that name */
+	unsigned regular : 1;		/* ... and it is a regular file */
+	unsigned pathonly : 1;		/* fd is an O_PATH one: not readable */
+	unsigned linked : 1;		/* reached through a symbolic link */
+	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
+					   what its flush after the renames
+					   makes durable */
+	unsigned plan : 5;		/* its file system's flush plan */
+	unsigned flushes : 11;		/* FL_*: plan_flushes */
+	unsigned state : 3;		/* enum state */
+	unsigned status : 8;		/* the exit status if it fails:
 					   opt.failstatus, or the command's */
 };
+
+enum state { TODO, FAILED, UNCHANGED, READY, REPLACED };
 
 enum { FLUSH_RENAMED = 1, FLUSH_UNCHANGED = 2 };
 
@@ -241,9 +245,11 @@ struct run {
 	char	*list;			/* --batch's list, whole */
 	size_t	*dirtab;		/* 1 + the first job of each directory,
 					   hashed by (device, inode) */
-	size_t	 dirtabsize;		/* a power of two, over 2 × njobs */
+	size_t	 dirtabsize;		/* a power of two, over 2 × ndirs */
+	size_t	 ndirs;			/* directories in it */
 	size_t	*opendirs;		/* the first jobs of the directories
-					   open, oldest first: a ring */
+					   open, oldest first: a ring, grown
+					   as they are opened */
 	size_t	 ringsize, oldest, nopen;
 	size_t	 maxdirs;		/* directories open at once, at most */
 	size_t	 held;			/* new files' descriptors kept until
@@ -612,6 +618,14 @@ xmalloc(size_t n)
 	return p;
 }
 
+static void *
+xrealloc(void *p, size_t n)
+{
+	if ((p = realloc(p, n)) == NULL)
+		fail(NULL, "%s", strerror(errno));
+	return p;
+}
+
 /* N jobs, zeroed. */
 static struct file *
 xjobs(size_t n)
@@ -756,6 +770,15 @@ split_path(const char *path, char **dir, char **name)
 	*dir = *name = NULL;
 	failed_errno(NULL);
 	return -1;
+}
+
+/* The last component of PATH: its name in its directory. */
+static const char *
+last_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash != NULL ? slash + 1 : path;
 }
 
 /* ==== Options ==== */
@@ -1798,7 +1821,8 @@ follow_link(struct file *f, const struct oldstat *st)
 		free(name);
 		return -1;
 	}
-	free(f->name);
+	if (f->name != last_name(f->target))
+		free((char *)f->name);
 	f->name = name;
 	return 0;
 }
@@ -1871,15 +1895,17 @@ static int
 resolve_target(struct file *f)
 {
 	struct stat st;
-	char *dir;
+	char *dir, *name;
 	int r;
 
 	if (*f->target == '\0') {
 		errno = ENOENT;
 		return failed_errno(f->target);
 	}
-	if (split_path(f->target, &dir, &f->name) < 0)
+	if (split_path(f->target, &dir, &name) < 0)
 		return -1;
+	free(name);			/* no copy kept: a target's own */
+	f->name = last_name(f->target);
 	if (names_dir(f->name)) {
 		free(dir);
 		if (stat(f->target, &st) < 0)
@@ -1986,7 +2012,7 @@ make_dir_ring(struct run *run)
 	run->depth = njobs > 1 ? fds / 2 < FLUSH_DEPTH ? fds / 2 :
 	    FLUSH_DEPTH : 0;
 	run->maxdirs = fds - run->depth;
-	run->ringsize = run->maxdirs < njobs ? run->maxdirs : njobs;
+	run->ringsize = 16;
 	run->opendirs = xmalloc(run->ringsize * sizeof *run->opendirs);
 }
 
@@ -2007,10 +2033,26 @@ make_room(struct run *run)
 	}
 }
 
+/* RUN's ring of open directories, twice the size, the oldest first. */
+static void
+grow_ring(struct run *run)
+{
+	size_t n = 2 * run->ringsize, *v = xmalloc(n * sizeof *v), i;
+
+	for (i = 0; i < run->nopen; i++)
+		v[i] = run->opendirs[(run->oldest + i) % run->ringsize];
+	free(run->opendirs);
+	run->opendirs = v;
+	run->ringsize = n;
+	run->oldest = 0;
+}
+
 /* D, the first job of its directory, holds it open: the newest. */
 static void
 add_open_dir(struct run *run, const struct file *d)
 {
+	if (run->nopen == run->ringsize)
+		grow_ring(run);
 	run->opendirs[(run->oldest + run->nopen) % run->ringsize] =
 	    (size_t)(d - jobs);
 	run->nopen++;
@@ -3339,6 +3381,10 @@ enum {
 	FL_OLD_SYNCFS = 1024	/* ... or one syncfs before the renames */
 };
 
+/* What struct file's bit fields hold. */
+_Static_assert(FL_OLD_SYNCFS < 1 << 11 && PLAN_FILELOG < 1 << 5 &&
+    REPLACED < 1 << 3 && FLUSH_UNCHANGED < 1 << 2, "struct file's bit fields");
+
 static const struct fsplan {
 	const char *type;		/* as /proc/self/mountinfo names it */
 	int	 plan;
@@ -4069,16 +4115,30 @@ dir_slot(struct run *run, dev_t dev, ino_t ino)
 }
 
 static void
-make_dirtab(struct run *run)
+make_dirtab(struct run *run, size_t size)
 {
-	for (run->dirtabsize = 16; run->dirtabsize < 2 * njobs;
-	    run->dirtabsize *= 2)
-		;
+	run->dirtabsize = size;
 	if ((run->dirtab = calloc(run->dirtabsize,
 	    sizeof *run->dirtab)) == NULL)
 		fail(NULL, "%s", strerror(errno));
 }
 
+/*
+ * RUN's dirtab, twice the size, once it is half full: its directories
+ * hashed again.  It grows with the directories, not the targets.
+ */
+static void
+grow_dirtab(struct run *run)
+{
+	size_t *old = run->dirtab, n = run->dirtabsize, i;
+
+	make_dirtab(run, 2 * n);
+	for (i = 0; i < n; i++)
+		if (old[i] != 0)
+			*dir_slot(run, jobs[old[i] - 1].dev,
+			    jobs[old[i] - 1].ino) = old[i];
+	free(old);
+}
 
 /* J's directory, if another target has it already: its descriptor. */
 static int
@@ -4099,8 +4159,11 @@ share_dir(struct run *run, struct file *j)
 			free(j->dirpath);	/* one copy per directory */
 			j->dirpath = jobs[j->dir].dirpath;
 		}
-	} else
+	} else {
 		*slot = j->dir + 1;
+		if (2 * ++run->ndirs > run->dirtabsize)
+			grow_dirtab(run);
+	}
 	return 0;
 }
 
@@ -4125,6 +4188,104 @@ resolve_job(struct run *run, struct file *j)
 	make_room(run);
 	add_open_dir(run, j);
 	return 0;
+}
+
+/*
+ * Two targets in one place: found by sorting them, each target of the run
+ * but those that may share a place (their hash does) left out first, so
+ * that what is sorted is a few, not a pointer a target (issue 23).
+ */
+
+/* A place, DIR and NAME (case folded: FOLD), hashed to one of BITS. */
+static size_t
+place_bit(size_t dir, const char *name, int fold, size_t bits)
+{
+	unsigned long long h = (unsigned long long)dir * 0x9e3779b97f4a7c15ull;
+
+	for (; *name != '\0'; name++)
+		h = (h ^ (unsigned char)(fold ? tolower((unsigned char)*name) :
+		    *name)) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 29) & (bits - 1);
+}
+
+/* J's -b backup, TARGET~, hashed as place_bit. */
+static size_t
+backup_bit(const struct file *j, size_t bits)
+{
+	char name[2 * NAME_MAX + 2];
+
+	snprintf(name, sizeof name, "%s%s", j->name, opt.suffix);
+	return place_bit(j->dir, name, 0, bits);
+}
+
+static int
+resolved(const struct file *j)
+{
+	return j->state != FAILED;
+}
+
+/* Has J a place in its directory once the files are filled? */
+static int
+placed(const struct file *j)
+{
+	return j->state == READY || j->state == UNCHANGED;
+}
+
+static int
+bit_is_set(const unsigned char *map, size_t k)
+{
+	return map[k / 8] & 1 << k % 8;
+}
+
+static void
+set_bit(unsigned char *map, size_t k)
+{
+	map[k / 8] |= 1 << k % 8;
+}
+
+/* Is J, given the places hashed twice, one that may share its place? */
+static int
+may_share(const struct file *j, const unsigned char *twice, int fold,
+    size_t bits)
+{
+	return bit_is_set(twice, place_bit(j->dir, j->name, fold, bits)) ||
+	    (!fold && opt.backup && bit_is_set(twice, backup_bit(j, bits)));
+}
+
+/*
+ * The targets that IN takes whose place (case folded: FOLD) may be
+ * another's, or with -b another's backup: in *V, allocated; how many.
+ */
+static size_t
+candidates(struct file ***v, int (*in)(const struct file *), int fold)
+{
+	size_t bits = 64, i, k, n = 0;
+	unsigned char *seen, *twice;
+
+	while (bits < 8 * njobs)
+		bits *= 2;
+	if ((seen = calloc(2, bits / 8)) == NULL)
+		fail(NULL, "%s", strerror(errno));
+	twice = seen + bits / 8;
+	for (i = 0; i < njobs; i++)
+		if (in(&jobs[i])) {
+			k = place_bit(jobs[i].dir, jobs[i].name, fold, bits);
+			if (bit_is_set(seen, k))
+				set_bit(twice, k);
+			set_bit(seen, k);
+		}
+	for (i = 0; !fold && opt.backup && i < njobs; i++)
+		if (in(&jobs[i]) &&
+		    bit_is_set(seen, k = backup_bit(&jobs[i], bits)))
+			set_bit(twice, k);
+	for (i = 0; i < njobs; i++)
+		n += in(&jobs[i]) && may_share(&jobs[i], twice, fold, bits);
+	*v = xmalloc((n > 0 ? n : 1) * sizeof **v);
+	for (i = 0, n = 0; i < njobs; i++)
+		if (in(&jobs[i]) && may_share(&jobs[i], twice, fold, bits))
+			(*v)[n++] = &jobs[i];
+	free(seen);
+	return n;
 }
 
 static int
@@ -4167,13 +4328,10 @@ check_backup_names(struct file **v, size_t n)
 static int
 check_duplicates(void)
 {
-	struct file **v = xmalloc(njobs * sizeof *v);
-	size_t i, n = 0;
+	struct file **v;
+	size_t i, n = candidates(&v, resolved, 0);
 	int r = 0;
 
-	for (i = 0; i < njobs; i++)
-		if (jobs[i].state != FAILED)
-			v[n++] = &jobs[i];
 	qsort(v, n, sizeof *v, by_place);
 	for (i = 1; r == 0 && i < n; i++)
 		if (by_place(&v[i - 1], &v[i]) == 0) {
@@ -4322,27 +4480,30 @@ needs_syncfs(const struct file *j)
 
 /*
  * Per file system (a batch touches a few): how many directories to flush,
- * and the first job that has one.  fs_index finds DEV in FS[0..*N), adding
- * it with FIRST if it is new.
+ * and the first job that has one.  fs_index finds DEV in (*FS)[0..*N),
+ * adding it with FIRST if it is new (*FS grown as needed).
  */
 struct fsdirs {
+	/* cppcheck-suppress unusedStructMember ; fs_index's (*fs)[k].dev */
 	dev_t	dev;
 	size_t	dirs, first;
 	int	what;			/* FLUSH_* of its directories */
 };
 
 static size_t
-fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
+fs_index(struct fsdirs **fs, size_t *n, dev_t dev, size_t first)
 {
 	size_t k;
 
-	for (k = 0; k < *n && fs[k].dev != dev; k++)
+	for (k = 0; k < *n && (*fs)[k].dev != dev; k++)
 		;
 	if (k == *n) {
-		fs[k].dev = dev;
-		fs[k].dirs = 0;
-		fs[k].first = first;
-		fs[k].what = 0;
+		if ((k & (k - 1)) == 0)		/* 0, 1, 2, 4...: full */
+			*fs = xrealloc(*fs, (k > 0 ? 2 * k : 1) * sizeof **fs);
+		(*fs)[k].dev = dev;
+		(*fs)[k].dirs = 0;
+		(*fs)[k].first = first;
+		(*fs)[k].what = 0;
 		(*n)++;
 	}
 	return k;
@@ -4352,13 +4513,13 @@ fs_index(struct fsdirs *fs, size_t *n, dev_t dev, size_t first)
 static int
 flush_new_files(struct run *run)
 {
-	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
+	struct fsdirs *fs = NULL;
 	size_t i, nfs = 0, k;
 
 	for (i = 0; i < njobs; i++) {
 		if (!needs_syncfs(&jobs[i]))
 			continue;
-		k = fs_index(fs, &nfs, jobs[i].dev, i);
+		k = fs_index(&fs, &nfs, jobs[i].dev, i);
 		if (fs[k].first != i)
 			continue;	/* its file system is flushed */
 		if (use_dir(run, &jobs[i]) < 0 ||
@@ -4449,20 +4610,20 @@ failed_dir_flush(const struct run *run, const struct file *j, int whole,
 static int
 flush_dirs(struct run *run, size_t done)
 {
-	struct fsdirs *fs = xmalloc((njobs + 1) * sizeof *fs);
+	struct fsdirs *fs = NULL;
 	size_t i, k, nfs = 0;
 	int status = 0, whole, r;
 
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].flushdir) {
-			k = fs_index(fs, &nfs, jobs[i].dev, i);
+			k = fs_index(&fs, &nfs, jobs[i].dev, i);
 			fs[k].dirs++;
 			fs[k].what |= jobs[i].flushdir;
 		}
 	for (i = 0; i < njobs; i++) {
 		if (!jobs[i].flushdir)
 			continue;
-		k = fs_index(fs, &nfs, jobs[i].dev, i);
+		k = fs_index(&fs, &nfs, jobs[i].dev, i);
 		whole = (jobs[i].flushes & FL_BYFS) && fs[k].dirs > 1;
 		if (whole && fs[k].first != i)
 			continue;	/* flushed with the first one */
@@ -4586,13 +4747,10 @@ folds_case(const struct file *j)
 static int
 check_case_duplicates(struct run *run)
 {
-	struct file **v = xmalloc(njobs * sizeof *v), *j;
-	size_t i, n = 0;
+	struct file **v, *j;
+	size_t i, n = candidates(&v, placed, 1);
 	int r = 0;
 
-	for (i = 0; i < njobs; i++)
-		if (jobs[i].state == READY || jobs[i].state == UNCHANGED)
-			v[n++] = &jobs[i];
 	qsort(v, n, sizeof *v, by_folded_place);
 	for (i = 1; r == 0 && i < n; i++) {
 		if (by_folded_place(&v[i - 1], &v[i]) != 0)
@@ -4627,6 +4785,31 @@ prepare_renames(struct run *run)
 }
 
 /*
+ * Each resolved target's tmpname, empty, sized for its name: one block
+ * for all, not an allocation each (its overhead) (issue 23).  Like each
+ * tmpname before, it stays till the exit: the signal handler reads it.
+ */
+static void
+make_temp_names(void)
+{
+	size_t i, total = 0;
+	char *p;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == TODO)
+			total += hidden_size(jobs[i].name, "");
+	if (total == 0)
+		return;
+	if ((p = calloc(1, total)) == NULL)
+		fail(NULL, "%s", strerror(errno));
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == TODO) {
+			jobs[i].tmpname = p;
+			p += hidden_size(jobs[i].name, "");
+		}
+}
+
+/*
  * Steps 1 to 5 for every target, and what must hold before the first
  * rename: 0, or the exit status of a run that replaces nothing.
  */
@@ -4638,6 +4821,7 @@ prepare_all(struct run *run)
 	for (i = 0; i < njobs; i++)
 		if (resolve_job(run, &jobs[i]) < 0)
 			nfailed += abandon_resolved(&jobs[i]);
+	make_temp_names();
 	if (check_duplicates() < 0)
 		return 2;
 	for (i = 0; i < njobs; i++)
@@ -4725,7 +4909,7 @@ replace_all(void)
 		status = check_sources();
 	if (status == 0) {
 		run.perfile = njobs == 1 || !syncfs_reports();
-		make_dirtab(&run);
+		make_dirtab(&run, 16);
 		make_dir_ring(&run);
 		if ((status = prepare_all(&run)) == 0)
 			status = commit_all(&run);

@@ -535,3 +535,28 @@ M("target-dir-through-link", "dir_as_before",
 M("append-offset-not-set", "end_regular",
   [("(opt.append && lseek(out, outend, SEEK_SET) < 0)", "0")],
   "-a: what follows the old content is written over it", "append")
+M("duplicate-candidates-none", "candidates",
+  [("\t\t\tif (bit_is_set(seen, k))\n\t\t\t\tset_bit(twice, k);\n", "")],
+  "no target is taken as one that may share its place: a target given"
+  " twice, or twice where case is ignored, is not found", "many")
+M("duplicate-candidates-no-backup", "candidates",
+  [("\t\t\tset_bit(twice, k);\n\tfor (i = 0; i < njobs; i++)",
+    "\t\t\t;\n\tfor (i = 0; i < njobs; i++)")],
+  "-b: a target that is another's backup name is not found among the"
+  " targets that may share a place", "many")
+M("duplicate-candidates-case-kept", "place_bit",
+  [("(fold ? tolower((unsigned char)*name) :\n\t\t    *name)", "*name")],
+  "where case is ignored, two names that differ in case only are hashed"
+  " apart: the same file given twice is not found", "many")
+M("dirtab-not-grown", "share_dir",
+  [("\t\tif (2 * ++run->ndirs > run->dirtabsize)\n\t\t\tgrow_dirtab(run);\n", "")],
+  "the table of directories does not grow: past 16 directories a"
+  " batch loops for ever looking for a free slot", "many")
+M("ring-not-grown", "add_open_dir",
+  [("\tif (run->nopen == run->ringsize)\n\t\tgrow_ring(run);\n", "")],
+  "the ring of open directories does not grow: past 16 directories open,"
+  " the oldest is overwritten and never closed for the limit", "fdlimit")
+M("name-freed-in-target", "follow_link",
+  [("\tif (f->name != last_name(f->target))\n\t\tfree((char *)f->name);", "\tfree((char *)f->name);")],
+  "a target's name, a part of the list's string, is freed when its link is"
+  " followed", "links")
