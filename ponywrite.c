@@ -626,15 +626,15 @@ xrealloc(void *p, size_t n)
 	return p;
 }
 
-/* N jobs, zeroed. */
-static struct file *
-xjobs(size_t n)
+/* N objects of SIZE bytes, zeroed. */
+static void *
+xcalloc(size_t n, size_t size)
 {
-	struct file *j = calloc(n, sizeof *j);
+	void *p = calloc(n, size);
 
-	if (j == NULL)
+	if (p == NULL)
 		fail(NULL, "%s", strerror(errno));
-	return j;
+	return p;
 }
 
 /* ==== System calls ==== */
@@ -981,7 +981,7 @@ jobs_from_args(char **argv)
 		;
 	if (n == 0)
 		return usage_hint("missing source after -t %s", dir);
-	jobs = xjobs(n);
+	jobs = xcalloc(n, sizeof *jobs);
 	njobs = 0;
 	for (; *argv != NULL; argv++) {
 		for (end = *argv + strlen(*argv); end > *argv + 1 &&
@@ -1073,7 +1073,7 @@ jobs_from_list(struct run *run)
 		close(fd);
 	if (status != 0)
 		return status;
-	jobs = xjobs(pairs + 1);
+	jobs = xcalloc(pairs + 1, sizeof *jobs);
 	njobs = 0;
 	for (p = run->list; p < run->list + len; p += strlen(p) + 1) {
 		add_job(p, p + strlen(p) + 1);
@@ -2397,13 +2397,13 @@ default_acl_mode(const struct file *f, mode_t *mode)
  * bits, unless -m asks for them.
  */
 static int
-decide_metadata(struct file *f, mode_t umask)
+decide_metadata(struct file *f, mode_t cmask)
 {
 	mode_t mask = 0;
 
 	if (!f->regular || (opt.mode != NULL &&
 	    (*opt.mode < '0' || *opt.mode > '7')))
-		mask = umask;
+		mask = cmask;
 	f->meta.mode = f->regular ? f->st.st_mode & 07777 : 0666 & ~mask;
 	if (!f->regular && default_acl_mode(f, &f->meta.mode) < 0)
 		return -1;
@@ -4118,9 +4118,7 @@ static void
 make_dirtab(struct run *run, size_t size)
 {
 	run->dirtabsize = size;
-	if ((run->dirtab = calloc(run->dirtabsize,
-	    sizeof *run->dirtab)) == NULL)
-		fail(NULL, "%s", strerror(errno));
+	run->dirtab = xcalloc(run->dirtabsize, sizeof *run->dirtab);
 }
 
 /*
@@ -4264,8 +4262,7 @@ candidates(struct file ***v, int (*in)(const struct file *), int fold)
 
 	while (bits < 8 * njobs)
 		bits *= 2;
-	if ((seen = calloc(2, bits / 8)) == NULL)
-		fail(NULL, "%s", strerror(errno));
+	seen = xcalloc(2, bits / 8);
 	twice = seen + bits / 8;
 	for (i = 0; i < njobs; i++)
 		if (in(&jobs[i])) {
@@ -4800,8 +4797,7 @@ make_temp_names(void)
 			total += hidden_size(jobs[i].name, "");
 	if (total == 0)
 		return;
-	if ((p = calloc(1, total)) == NULL)
-		fail(NULL, "%s", strerror(errno));
+	p = xcalloc(1, total);
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO) {
 			jobs[i].tmpname = p;
@@ -4901,7 +4897,7 @@ replace_all(void)
 	run.single = opt.target != NULL;
 	run.late = opt.command != NULL ? 125 : 3;
 	if (run.single) {
-		jobs = xjobs(1);
+		jobs = xcalloc(1, sizeof *jobs);
 		add_job(opt.target, opt.input != NULL ? opt.input : "-");
 	} else if (opt.batch != NULL && (status = jobs_from_list(&run)) < 0)
 		status = opt.failstatus;

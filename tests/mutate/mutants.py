@@ -479,7 +479,7 @@ M("same-file-inode-only", "same_file",
   " directories, where two file systems do meet, are told apart by dir_slot"
   " (many-dir-inode-only)")
 # pathonly-carried-over (load_job reset tgt.pathonly) is retired: each
-# target has its own struct file, zeroed by xjobs and add_job, so there is
+# target has its own struct file, zeroed by xcalloc and set by add_job, so there is
 # no reset left to drop and no state of one target left to the next.
 
 # --- more directories than descriptors (issue 23)
