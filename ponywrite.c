@@ -126,9 +126,10 @@
  * to the next is in its struct file.
  */
 static struct {
-	int	 append, backup, ifchanged, lock, noempty, nofollow;
+	int	 append, backup, check, ifchanged, lock, noempty, nofollow;
 	int	 parents, printchanged, sync, verbose;
-	int	 null;			/* -z: --print-changed ends names with NUL */
+	int	 null;			/* -z: --print-changed's and --check's
+					   lines end with NUL */
 	double	 wait;			/* -w seconds; -1: wait forever */
 	const char *waitarg;		/* ... as the user typed them */
 	const char *input;		/* -i, NULL: standard input */
@@ -197,6 +198,8 @@ struct file {
 	unsigned regular : 1;		/* ... and it is a regular file */
 	unsigned pathonly : 1;		/* fd is an O_PATH one: not readable */
 	unsigned linked : 1;		/* reached through a symbolic link */
+	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
+					   its directories that exists */
 	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
 					   what its flush after the renames
 					   makes durable */
@@ -277,14 +280,15 @@ usage(FILE *fp)
 	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
 	    " [-o owner[:group]]\n"
 	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
-	    "                 [--print-changed [-z]] target"
-	    " [command [argument ...]]\n"
+	    "                 [--check | --print-changed] [-z]\n"
+	    "                 target [command [argument ...]]\n"
 	    "       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]"
-	    "\n                 [-g group] [-S suffix] [--no-sync]"
-	    " [--print-changed [-z]]\n                 source ...\n"
+	    "\n                 [-g group] [-S suffix] [--no-sync]\n"
+	    "                 [--check | --print-changed] [-z] source ...\n"
 	    "       ponywrite --batch=list [-bCEpPv] [-m mode]"
 	    " [-o owner[:group]] [-g group]\n"
-	    "                 [-S suffix] [--no-sync] [--print-changed [-z]]\n"
+	    "                 [-S suffix] [--no-sync]"
+	    " [--check | --print-changed] [-z]\n"
 	    "       ponywrite --help | --version\n", fp);
 }
 
@@ -318,10 +322,11 @@ static const char helptext[] =
     "  -v, --verbose           say what was done\n"
     "  -w, --wait=SECONDS      wait at most SECONDS for the lock"
     " (implies -l)\n"
-    "  -z, --null              --print-changed ends each name with NUL,"
-    " not newline\n"
+    "  -z, --null              --print-changed and --check end each"
+    " line with NUL\n"
     "      --batch=LIST        replace the TARGET\\0SOURCE\\0 pairs of"
     " LIST (-: stdin)\n"
+    "      --check             say what a run would do, write nothing\n"
     "      --no-sync           keep old-or-new, skip the directory"
     " flush\n"
     "      --print-changed     print TARGET on stdout if it changed\n"
@@ -571,8 +576,8 @@ bad_long_option(const char *arg, const struct option *lo)
 }
 
 /* Values of the options that have no letter, out of the way of letters. */
-enum { OPT_LONG = 256, OPT_BATCH, OPT_HELP, OPT_NOSYNC, OPT_PRINT,
-    OPT_VERSION };
+enum { OPT_LONG = 256, OPT_BATCH, OPT_CHECK, OPT_HELP, OPT_NOSYNC,
+    OPT_PRINT, OPT_VERSION };
 
 /*
  * getopt_long's error: a long option's is named from its text, which the
@@ -1126,6 +1131,7 @@ static const struct option longopts[] = {
 	{ "append",		no_argument,		NULL, 'a' },
 	{ "backup",		no_argument,		NULL, 'b' },
 	{ "batch",		required_argument,	NULL, OPT_BATCH },
+	{ "check",		no_argument,		NULL, OPT_CHECK },
 	{ "if-changed",		no_argument,		NULL, 'C' },
 	{ "no-empty",		no_argument,		NULL, 'E' },
 	{ "group",		required_argument,	NULL, 'g' },
@@ -1178,6 +1184,7 @@ read_options(int argc, char *argv[])
 		case 'w': status = parse_wait(optarg); break;
 		case 'z': opt.null = 1; break;
 		case OPT_BATCH: opt.batch = optarg; break;
+		case OPT_CHECK: opt.check = 1; break;
 		case OPT_HELP: help(); return -1;
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_PRINT: opt.printchanged = 1; break;
@@ -1200,7 +1207,8 @@ one_file_options(char **argv)
 	if (opt.command != NULL && opt.input != NULL)
 		return usage_hint("-i cannot be combined with a command");
 	/* A script that forgot its redirect must not wait for a Ctrl-D. */
-	if (opt.command == NULL && opt.input == NULL && isatty(STDIN_FILENO))
+	if (opt.command == NULL && opt.input == NULL && !opt.check &&
+	    isatty(STDIN_FILENO))
 		return usage_hint("stdin: is a terminal; use -i - to read from"
 		    " it");
 	if (opt.command != NULL)
@@ -1228,8 +1236,11 @@ parse_options(int argc, char *argv[])
 		return usage_hint("invalid mode: '%s'", opt.mode);
 	if (*opt.suffix == '\0' || strchr(opt.suffix, '/') != NULL)
 		return usage_hint("invalid suffix: '%s'", opt.suffix);
-	if (opt.null && !opt.printchanged)
-		return usage_hint("-z (--null) needs --print-changed");
+	if (opt.null && !opt.printchanged && !opt.check)
+		return usage_hint("-z (--null) needs --print-changed or --check");
+	if (opt.check && opt.printchanged)
+		return usage_hint("--check and --print-changed cannot be"
+		    " combined");
 	if (opt.targetdir != NULL || opt.batch != NULL)
 		return many_options(argv);
 	return one_file_options(argv);
@@ -1383,6 +1394,7 @@ struct walk {
 	int hops;	/* symbolic links followed so far */
 	int refused;	/* stopped at another user's link in a sticky directory: */
 	uid_t owner;	/* its owner */
+	int missing;	/* --check -p: stopped where a run makes directories */
 	size_t made;	/* -p: the directory that could not be made, */
 	size_t in;	/* and its parent, as lengths of the path walked */
 	char at[PATH_MAX];	/* the directory reached, as named (messages); */
@@ -1399,7 +1411,7 @@ static int walk_dir(int, const char *, int, struct walk *);
 static void
 walk_start(struct walk *w)
 {
-	w->hops = w->refused = 0;
+	w->hops = w->refused = w->missing = 0;
 	w->owner = 0;
 	w->made = w->in = 0;
 	w->at[0] = w->link[0] = '\0';
@@ -1629,7 +1641,20 @@ make_parents(int atfd, const char *path, struct walk *w)
 			continue;
 		flags = (next[strspn(next, "/")] == '\0' ? O_RDONLY :
 		    O_SEARCH_DIR) | O_DIRECTORY;
-		if ((sub = walk_dir(fd, s, flags, w)) >= 0 || errno != ENOENT)
+		if ((sub = walk_dir(fd, s, flags, w)) < 0 && errno == ENOENT &&
+		    opt.check) {
+			/* --check: from here on a run would make them;
+			   the last that exists stands for them, opened
+			   for reading (its default ACL) where it can be. */
+			w->missing = 1;
+			if ((sub = xopenat(fd, ".", O_RDONLY | O_DIRECTORY |
+			    O_CLOEXEC, 0)) >= 0) {
+				close(fd);
+				fd = sub;
+			}
+			break;
+		}
+		if (sub >= 0 || errno != ENOENT)
 			;
 		else if (make_dir(fd, s) < 0) {
 			w->in = s - p;
@@ -1710,6 +1735,7 @@ enter_dir(struct file *f, int atfd, const char *path, const char *display)
 	if (f->dirfd >= 0)
 		close(f->dirfd);
 	f->dirfd = fd;
+	f->makedirs = w.missing;
 	return 0;
 }
 
@@ -1885,6 +1911,10 @@ reach_file(struct file *f)
 		}
 		if (follow_link(f, &f->st) < 0)
 			return -1;
+		if (f->makedirs) {
+			f->exists = 0;
+			return 0;
+		}
 	}
 	if (!S_ISREG(f->st.st_mode) && !S_ISLNK(f->st.st_mode))
 		return failed(f->target, "not a regular file");
@@ -1914,7 +1944,7 @@ resolve_target(struct file *f)
 	}
 	r = enter_dir(f, AT_FDCWD, dir, dir);
 	free(dir);
-	return r < 0 ? -1 : reach_file(f);
+	return r < 0 ? -1 : f->makedirs ? 0 : reach_file(f);
 }
 
 /*
@@ -3309,18 +3339,23 @@ set_mode(const struct file *f, int fd)
 
 /* Step 4: the owner first (chown(2) clears set-id bits), attributes, mode. */
 static int
+failed_owner(const struct file *f, int e)
+{
+	if (e == EPERM && f->regular)
+		return failed(f->target, "cannot keep owner %lu and group %lu:"
+		    " %s (use -o and -g to choose them)",
+		    (unsigned long)f->meta.uid, (unsigned long)f->meta.gid,
+		    strerror(e));
+	return failed(f->target, "cannot set owner and group: %s",
+	    strerror(e));
+}
+
+static int
 apply_metadata(const struct file *f, int fd)
 {
 	if ((f->meta.uid != (uid_t)-1 || f->meta.gid != (gid_t)-1) &&
-	    fchown(fd, f->meta.uid, f->meta.gid) < 0) {
-		if (errno == EPERM && f->regular)
-			return failed(f->target, "cannot keep owner %lu and"
-			    " group %lu: %s (use -o and -g to choose them)",
-			    (unsigned long)f->meta.uid,
-			    (unsigned long)f->meta.gid, strerror(errno));
-		return failed(f->target, "cannot set owner and group: %s",
-		    strerror(errno));
-	}
+	    fchown(fd, f->meta.uid, f->meta.gid) < 0)
+		return failed_owner(f, errno);
 	if (f->regular && copy_xattrs(f, fd) < 0)
 		return -1;
 	return set_mode(f, fd);
@@ -4172,6 +4207,10 @@ resolve_job(struct run *run, struct file *j)
 	if (resolve_target(j) < 0)
 		return -1;
 	j->dir = j - jobs;
+	if (j->makedirs) {	/* --check -p: not a directory to share */
+		j->plan = fs_plan(j->dirfd);
+		return 0;
+	}
 	/* One target has no directory to share (and needs no fstat). */
 	if (njobs > 1 && share_dir(run, j) < 0)
 		return -1;
@@ -4885,6 +4924,255 @@ commit_all(struct run *run)
 	return status;
 }
 
+/* ==== --check: what a run would do, nothing written ==== */
+
+/*
+ * --check: step 1 for each target, what the steps find before they write,
+ * and what writing would run into where it can be known without writing:
+ * the directory's permissions, the owner, the input, the backup's name.
+ * Nothing is created, written, renamed, linked or removed; no lock is
+ * taken, no input read, no command run.
+ */
+
+/* The caller can create F's temporary file (or, -p, its directories). */
+static int
+check_writable(const struct file *f)
+{
+	int e;
+
+	if (faccessat(f->dirfd, ".", W_OK | X_OK, AT_EACCESS) == 0)
+		return 0;
+	e = errno;
+	if (f->makedirs)
+		return failed(f->target, "cannot create the directories of %s:"
+		    " %s", f->dirpath, strerror(e));
+	if (opt.ifchanged && f->exists && (e == EROFS || e == EACCES)) {
+		/* As create_temp: -C can do without one. */
+		warnx(f->target, "a run fails unless nothing changes (-C):"
+		    " %s: %s", f->dirpath, strerror(e));
+		return 0;
+	}
+	return failed_temp(f, e);
+}
+
+/* Is GID the caller's group or one of its supplementary groups? */
+static int
+in_groups(gid_t gid)
+{
+	int n = getgroups(0, NULL), i, r = gid == getegid();
+	gid_t *v;
+
+	if (r || n <= 0 || (v = malloc((size_t)n * sizeof *v)) == NULL)
+		return r;
+	n = getgroups(n, v);
+	for (i = 0; i < n && !r; i++)
+		r = v[i] == gid;
+	free(v);
+	return r;
+}
+
+/*
+ * Would apply_metadata's chown fail?  As chown(2) decides for a caller
+ * without CAP_CHOWN (taken to be any but root): to its own user only, and
+ * to one of its groups.
+ */
+static int
+check_owner(const struct file *f)
+{
+	uid_t uid = f->meta.uid;
+	gid_t gid = f->meta.gid;
+
+	if (geteuid() == 0 || ((uid == (uid_t)-1 || uid == geteuid()) &&
+	    (gid == (gid_t)-1 || in_groups(gid))))
+		return 0;
+	return failed_owner(f, EPERM);
+}
+
+/*
+ * F's input can be opened, as a run opens it; not read.  Standard input
+ * and a command are left alone, and so is a FIFO or a device, which
+ * opening could block on or change.
+ */
+static int
+check_input(struct run *run, const struct file *f)
+{
+	struct stat st;
+	int fd, dir;
+
+	if (opt.command != NULL || strcmp(f->source, "-") == 0 ||
+	    (stat(f->source, &st) == 0 && !S_ISREG(st.st_mode) &&
+	    !S_ISDIR(st.st_mode)))
+		return 0;
+	if ((fd = open_input(run, f)) < 0)
+		return -1;
+	dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+	close(fd);
+	if (dir)
+		return failed(input_name(f), "%s", strerror(EISDIR));
+	return 0;
+}
+
+/* Steps 1 to 5 for J as far as they can go without writing. */
+static int
+check_job(struct run *run, struct file *j)
+{
+	if (open_target(j) < 0 || check_replaceable(j, 0) < 0 ||
+	    decide_metadata(j, run->umask) < 0)
+		return -1;
+	j->flushes = plan_flushes(run, j);
+	if (check_writable(j) < 0 || check_owner(j) < 0 ||
+	    (opt.backup && j->exists && check_backup_name(j) < 0))
+		return -1;
+	return check_input(run, j);
+}
+
+/* Is WORD one of the comma-separated options of OPTS? */
+static int
+has_option(const char *opts, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p;
+
+	for (p = opts; (p = strstr(p, word)) != NULL; p += n)
+		if ((p == opts || p[-1] == ',') &&
+		    (p[n] == '\0' || p[n] == ','))
+			return 1;
+	return 0;
+}
+
+/*
+ * What a target's flushes rest on, in the words of docs/guarantees.md:
+ * "proven", a row of fsplans, which the block-level test proves;
+ * "safe", the sequence safe everywhere, as good as the file system's
+ * fsync, not measured here; "fuse" and "server", as good as a FUSE
+ * server's or a network server's flushes; "volatile", nothing survives a
+ * power cut (tmpfs, ramfs, overlayfs mounted volatile).
+ */
+static const char *
+guarantee_word(int plan, const char *type, const char *opts)
+{
+	static const char *const net[] = { "nfs", "nfs4", "cifs", "smb3",
+	    "9p", "ceph", "afs" };
+	size_t i;
+
+	if (strcmp(type, "tmpfs") == 0 || strcmp(type, "ramfs") == 0 ||
+	    (strcmp(type, "overlay") == 0 && has_option(opts, "volatile")))
+		return "volatile";
+	if (plan & PLAN_FUSE)
+		return "fuse";
+	for (i = 0; i < sizeof net / sizeof net[0]; i++)
+		if (strcmp(type, net[i]) == 0)
+			return "server";
+	return plan & (PLAN_ORDERED | PLAN_SYNCFS | PLAN_FILELOG) ?
+	    "proven" : "safe";
+}
+
+/*
+ * F's flushes (FL_*) and links around its rename, in their order, in
+ * words: the data before it; the directory's flush after it (a batch's:
+ * its directory's fsync, or one syncfs for its file system's directories
+ * where there are several: FL_BYFS), and the renamed file's.
+ */
+static void
+sequence_words(const struct file *f, char *s, size_t n)
+{
+	int fl = f->flushes, link = needs_link(f);
+
+	snprintf(s, n, "%s%s%srename%s%s%s%s", f->makedirs ? "mkdir," : "",
+	    fl & FL_SYNCFS ? "syncfs," : fl & FL_FSYNC ? "fsync-new," :
+	    fl & FL_WAIT ? "wait-new," : "", link ? "link-old," : "",
+	    link && opt.backup ? ",rename-backup" : "",
+	    !(fl & FL_DIR) ? "" : fl & FL_BYFS ? ",flush-dirs" : ",fsync-dir",
+	    fl & FL_FILE_AFTER ? ",fsync-renamed" : "",
+	    link && !opt.backup ? ",unlink-old" : "");
+}
+
+/* --check: the file system of the line before. */
+struct fsname {
+	dev_t	 dev;
+	int	 known;
+	char	 type[64], opts[1024];
+};
+
+/*
+ * J's line: what a run would do, the new file's mode and owner, the file
+ * system, the flushes and what they rest on, the target; separated by
+ * tabs, the target last (it may hold one).
+ */
+static void
+print_check(const struct file *j, struct fsname *fs)
+{
+	char seq[160];
+	struct stat st;
+	uid_t uid = j->meta.uid;
+	gid_t gid = j->meta.gid;
+
+	if (j->state == FAILED || fstat(j->dirfd, &st) < 0) {
+		printf("fail\t-\t-\t-\t-\t-\t%s%c", j->target,
+		    opt.null ? '\0' : '\n');
+		return;
+	}
+	if (!fs->known || fs->dev != st.st_dev) {
+		fs->known = 1;
+		fs->dev = st.st_dev;
+		if (!mount_of(j->dirfd, fs->type, sizeof fs->type, fs->opts,
+		    sizeof fs->opts))
+			snprintf(fs->type, sizeof fs->type, "?");
+	}
+	/* A new file's, as open(2) gives them. */
+	if (uid == (uid_t)-1)
+		uid = geteuid();
+	if (gid == (gid_t)-1)
+		gid = (st.st_mode & S_ISGID) != 0 ? st.st_gid : getegid();
+	sequence_words(j, seq, sizeof seq);
+	printf("%s\t%04o\t%lu:%lu\t%s\t%s\t%s\t%s%c", j->exists ? "replace" :
+	    "create", (unsigned)j->meta.mode, (unsigned long)uid,
+	    (unsigned long)gid, fs->type, seq,
+	    guarantee_word(j->plan, fs->type, fs->opts), j->target,
+	    opt.null ? '\0' : '\n');
+}
+
+/*
+ * --check, every target in turn, a line each on stdout: the exit status of
+ * a run that met what the check found.
+ */
+static int
+check_all(struct run *run)
+{
+	struct fsname fs = { 0 };
+	size_t i, nfailed = 0;
+	struct file *j;
+
+	for (i = 0; i < njobs; i++) {
+		j = &jobs[i];
+		if (resolve_job(run, j) < 0)
+			nfailed += abandon_resolved(j);
+		else if ((!j->makedirs && check_job_dir(run, j) < 0) ||
+		    use_dir(run, j) < 0 || check_job(run, j) < 0)
+			nfailed += abandon(j);
+		print_check(j, &fs);
+		drop_job(j);
+		if (j->makedirs && j->dirfd >= 0) {
+			close(j->dirfd);
+			j->dirfd = -1;
+		}
+	}
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		failed("stdout", "%s", strerror(errno));
+		return opt.failstatus;
+	}
+	if (check_duplicates() < 0)
+		return 2;
+	if (nfailed > 0 && run->single)
+		return jobs[0].status;
+	if (nfailed > 0) {
+		failed(NULL, "a run would replace nothing: %zu of %zu targets"
+		    " would fail", nfailed, njobs);
+		return opt.failstatus;
+	}
+	return 0;
+}
+
 /* Every form, one file or many; the exit status. */
 static int
 replace_all(void)
@@ -4907,7 +5195,9 @@ replace_all(void)
 		run.perfile = njobs == 1 || !syncfs_reports();
 		make_dirtab(&run, 16);
 		make_dir_ring(&run);
-		if ((status = prepare_all(&run)) == 0)
+		if (opt.check)
+			status = check_all(&run);
+		else if ((status = prepare_all(&run)) == 0)
 			status = commit_all(&run);
 	}
 	remove_litter(1);

@@ -170,7 +170,7 @@ SH
 		run --separate-stderr "$PONYWRITE" $args < <(echo new)
 		assert_status 2
 		[ -z "$output" ] || fail "$args: stdout: $output"
-		assert_stderr "ponywrite: -z (--null) needs --print-changed
+		assert_stderr "ponywrite: -z (--null) needs --print-changed or --check
 Try 'ponywrite --help' for more information."
 		assert_untouched t
 	done

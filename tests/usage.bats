@@ -5,12 +5,13 @@ load helpers
 
 USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
 USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
-USAGE3='                 [--print-changed [-z]] target [command [argument ...]]'
+USAGE3='                 [--check | --print-changed] [-z]
+                 target [command [argument ...]]'
 USAGE4='       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]
-                 [-g group] [-S suffix] [--no-sync] [--print-changed [-z]]
-                 source ...
+                 [-g group] [-S suffix] [--no-sync]
+                 [--check | --print-changed] [-z] source ...
        ponywrite --batch=list [-bCEpPv] [-m mode] [-o owner[:group]] [-g group]
-                 [-S suffix] [--no-sync] [--print-changed [-z]]
+                 [-S suffix] [--no-sync] [--check | --print-changed] [-z]
        ponywrite --help | --version'
 
 @test "no arguments: exit 2, missing target and usage on stderr" {
@@ -37,7 +38,7 @@ $USAGE4"
 	run --separate-stderr "$PONYWRITE" --help
 	assert_status 0
 	[ -z "$stderr" ] || fail "stderr: $stderr"
-	[ "$(head -9 <<<"$output")" = "$USAGE1
+	[ "$(head -10 <<<"$output")" = "$USAGE1
 $USAGE2
 $USAGE3
 $USAGE4" ] || fail "usage lines: $output"
@@ -45,7 +46,7 @@ $USAGE4" ] || fail "usage lines: $output"
 	for o in -a -b -C -E -l -p -P -v -i -m -o -g -S -w --no-sync --append \
 	    --backup --if-changed --no-empty --lock --parents --no-dereference \
 	    --verbose --input --mode --owner --group --suffix --wait \
-	    --print-changed --help --version -t --target-directory --batch --; do
+	    --print-changed --check --help --version -t --target-directory --batch --; do
 		grep -qE -- "^  ( *|-., )$o([ =,]|$)" <<<"$output" ||
 		    fail "--help does not list $o"
 	done

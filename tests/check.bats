@@ -1,0 +1,346 @@
+#!/usr/bin/env bats
+# --check: each target resolved as a run would, one line a target on stdout
+# (what a run would do, mode, owner, file system, flush sequence, what it
+# rests on, the target), the failures a run would meet with its messages and
+# exit status; and nothing written.  Each verdict is compared with what a
+# run then does.
+
+load helpers
+load features_helpers
+
+# tree_state: every entry under WORK with inode, mode, owner, size, times
+# and content hash; equal before and after a --check.
+tree_state()
+{
+	find "$WORK" -printf '%p %i %m %U:%G %s %T@ %C@\n' | sort
+	find "$WORK" -type f -exec sha256sum {} + 2>/dev/null | sort
+}
+
+# writes_in_trace LOG: what a traced --check did that writes: an open for
+# writing or creating, a write to a descriptor other than 1 and 2, and any
+# call that changes a file, a name or a lock.
+writes_in_trace()
+{
+	sed -E 's/^[0-9]+ +//' "$1" | grep -E \
+	    '^(open|openat|creat)\(.*(O_WRONLY|O_RDWR|O_CREAT|O_TRUNC)|^(write|pwrite64|writev)\(([03-9]|[1-9][0-9])|^(rename|renameat2?|link|linkat|symlinkat|unlink|unlinkat|mkdir|mkdirat|rmdir|fchown|fchownat|fchmod|fchmodat|ftruncate|fsetxattr|fremovexattr|setxattr|copy_file_range|sync_file_range|fsync|fdatasync|syncfs|flock|fcntl\(.*F_SETLK)' || :
+}
+
+# check_writes_nothing ARG...: ponywrite --check ARG... under strace (stdin
+# from new), with the tree the same after and no writing call; CHECK_STATUS,
+# CHECK_OUT (stdout) and CHECK_ERR.
+check_writes_nothing()
+{
+	require_cmd strace
+	local before log="$BATS_TEST_TMPDIR/check.log"
+	before=$(tree_state)
+	CHECK_STATUS=0
+	strace -f -qq -o "$log" "$PONYWRITE" --check "$@" <"$BATS_TEST_TMPDIR/new" \
+	    >"$BATS_TEST_TMPDIR/check.out" 2>"$BATS_TEST_TMPDIR/check.err" || CHECK_STATUS=$?
+	CHECK_OUT=$(cat "$BATS_TEST_TMPDIR/check.out")
+	CHECK_ERR=$(cat "$BATS_TEST_TMPDIR/check.err")
+	[ -z "$(writes_in_trace "$log")" ] ||
+	    fail "--check $*: wrote:" "$(writes_in_trace "$log")"
+	[ "$(tree_state)" = "$before" ] ||
+	    fail "--check $*: the tree changed:" "$(diff <(printf '%s\n' "$before") <(tree_state))"
+}
+
+# field N LINE: the Nth tab-separated field of LINE.
+field() { cut -f"$1" <<<"$2"; }
+
+@test "--check writes nothing, in every form: no open for writing, no write, rename, link, unlink, mkdir, chown, chmod, flush or lock; the tree the same" {
+	echo new > "$BATS_TEST_TMPDIR/new"
+	mkdir d
+	echo old > d/t
+	echo old > d/u
+	chmod 0640 d/t
+	echo src > s
+	printf 'd/t\0s\0d/n\0s\0' > list
+	check_writes_nothing d/t
+	[ "$CHECK_STATUS" = 0 ] || fail "d/t: $CHECK_STATUS $CHECK_ERR"
+	check_writes_nothing -b -C -m 0600 d/t
+	[ "$CHECK_STATUS" = 0 ] || fail "-b -C -m: $CHECK_STATUS $CHECK_ERR"
+	check_writes_nothing -p x/y/z
+	[ "$CHECK_STATUS" = 0 ] || fail "-p: $CHECK_STATUS $CHECK_ERR"
+	check_writes_nothing -a d/u
+	[ "$CHECK_STATUS" = 0 ] || fail "-a: $CHECK_STATUS $CHECK_ERR"
+	check_writes_nothing -l -w 1 d/u sh -c 'echo ran > ran'
+	[ "$CHECK_STATUS" = 0 ] || fail "command: $CHECK_STATUS $CHECK_ERR"
+	[ ! -e ran ] || fail "the command ran"
+	check_writes_nothing -b -t d s
+	[ "$CHECK_STATUS" = 0 ] || fail "-t: $CHECK_STATUS $CHECK_ERR"
+	check_writes_nothing --batch=list
+	[ "$CHECK_STATUS" = 0 ] || fail "--batch: $CHECK_STATUS $CHECK_ERR"
+	[ "$(cut -f1,7 <<<"$CHECK_OUT")" = $'replace\td/t\ncreate\td/n' ] ||
+	    fail "--batch lines: $CHECK_OUT"
+	# a failure writes nothing either
+	check_writes_nothing nodir/t
+	[ "$CHECK_STATUS" = 1 ] || fail "nodir/t: $CHECK_STATUS"
+	assert_no_litter
+}
+
+@test "--check reads no input: stdin, a terminal or a FIFO left alone, the list read" {
+	echo new > "$BATS_TEST_TMPDIR/new"
+	mkfifo fifo
+	# a FIFO source with no writer: opening it would block
+	run --separate-stderr timeout 10 "$PONYWRITE" --check -i fifo t
+	assert_status 0
+	[ "$(field 1 "$output")" = create ] || fail "stdout: $output"
+	# stdin holds data that must still be there for the next reader
+	run --separate-stderr sh -c '{ "$1" --check t; cat; } <"$2"' sh "$PONYWRITE" "$BATS_TEST_TMPDIR/new"
+	assert_status 0
+	[[ $output == create$'\t'0644$'\t'"$(id -u):$(id -g)"$'\t'*$'\tt\nnew' ]] ||
+	    fail "stdout: $output"
+	[ ! -e t ] || fail "created t"
+}
+
+@test "--check's line: what a run then does, the mode and owner it gives, with -m, -o, a setgid directory, the umask, -p, -z" {
+	echo new > "$BATS_TEST_TMPDIR/new"
+	mkdir d g
+	echo old > d/t
+	chmod 0640 d/t
+	chmod 2775 g
+	local expect line
+	local -a forms=("d/t" "-m 0600 d/t" "d/n" "-m u=rw,go= d/m" "g/n" "-p x/y/n")
+	[ "$(id -u)" = 0 ] && forms+=("-o nobody d/o" "-o nobody:nogroup d/t")
+	for f in "${forms[@]}"; do
+		# shellcheck disable=SC2086 # the words of each form
+		run --separate-stderr "$PONYWRITE" --check $f < "$BATS_TEST_TMPDIR/new"
+		assert_status 0
+		line=$output
+		[ "$(field 7 "$line")" = "${f##* }" ] || fail "$f: $line"
+		expect=$([ -e "${f##* }" ] && echo replace || echo create)
+		[ "$(field 1 "$line")" = "$expect" ] || fail "$f: $line, expected $expect"
+		# shellcheck disable=SC2086
+		run --separate-stderr "$PONYWRITE" $f < "$BATS_TEST_TMPDIR/new"
+		assert_status 0
+		[ "$(field 2 "$line")" = "$(stat -c %04a "${f##* }")" ] ||
+		    fail "$f: --check said mode $(field 2 "$line"), the run gave $(stat -c %04a "${f##* }")"
+		[ "$(field 3 "$line")" = "$(stat -c %u:%g "${f##* }")" ] ||
+		    fail "$f: --check said owner $(field 3 "$line"), the run gave $(stat -c %u:%g "${f##* }")"
+		[ "$(field 4 "$line")" = "$(findmnt -no FSTYPE -T "${f##* }")" ] ||
+		    fail "$f: file system $(field 4 "$line")"
+	done
+	umask 027
+	"$PONYWRITE" --check -z d/u <"$BATS_TEST_TMPDIR/new" >"$BATS_TEST_TMPDIR/z" ||
+	    fail "-z: exit $?"
+	[ "$(tail -c 1 "$BATS_TEST_TMPDIR/z" | od -An -tx1 | tr -d ' ')" = 00 ] ||
+	    fail "-z: not ended with NUL: $(od -c "$BATS_TEST_TMPDIR/z")"
+	[ "$(tr '\0' '\n' <"$BATS_TEST_TMPDIR/z" | cut -f2)" = 0640 ] ||
+	    fail "umask 027: $(tr '\0' '\n' <"$BATS_TEST_TMPDIR/z")"
+}
+
+# same_verdict ARG...: --check ARG... and then ARG... (stdin from new) fail
+# alike: the same exit status, the same messages (a batch's last, its
+# summary, apart), a "fail" line for the check, nothing changed by it.
+same_verdict()
+{
+	local before cstatus cerr cout
+	before=$(tree_state)
+	cstatus=0
+	cout=$("${PW_PREFIX[@]}" "$PONYWRITE" --check "$@" <"$BATS_TEST_TMPDIR/new" 2>"$BATS_TEST_TMPDIR/c.err") || cstatus=$?
+	cerr=$(cat "$BATS_TEST_TMPDIR/c.err")
+	[ "$(tree_state)" = "$before" ] || fail "--check $*: the tree changed"
+	# a target named twice fails the run (2) whole: found after the lines
+	[[ $cout == *fail* || $cstatus == 2 ]] || fail "--check $*: no fail line: $cout"
+	run --separate-stderr "${PW_PREFIX[@]}" "$PONYWRITE" "$@" <"$BATS_TEST_TMPDIR/new"
+	[ "$status" = "$cstatus" ] ||
+	    fail "$*: --check exit $cstatus ($cerr), the run $status ($stderr)"
+	if [[ $* == *--batch* || $* == *-t\ * ]]; then
+		cerr=$(sed '/replace nothing/d' <<<"$cerr")
+		stderr=$(sed '/nothing replaced/d' <<<"$stderr")
+	fi
+	[ "$cerr" = "$stderr" ] ||
+	    fail "$*: --check said" "$cerr" "the run said" "$stderr"
+	[ "$status" != 0 ] || fail "$*: the run succeeded"
+}
+
+@test "--check finds what a run then fails on, with its message and status: a missing directory, a file for a directory, a long name, a directory, a missing source, a duplicate, a backup name, command mode" {
+	echo new > "$BATS_TEST_TMPDIR/new"
+	mkdir d d/t~ e
+	echo old > d/t
+	echo old > e/t
+	echo x > f
+	snapshot d/t e/t
+	same_verdict nodir/t
+	same_verdict f/t
+	same_verdict -p f/x/t
+	same_verdict "d/$(printf 'n%.0s' {1..256})"
+	same_verdict d
+	same_verdict -t d missing
+	same_verdict -t d e
+	same_verdict -i e d/n
+	same_verdict -b d/t
+	same_verdict -b d/t true
+	printf 'd/t\0f\0e/../d/t\0f\0' > list
+	same_verdict --batch=list
+	printf 'e/t\0f\0d/nodir/x\0f\0' > list2
+	same_verdict --batch=list2
+	assert_untouched d/t e/t
+	assert_no_litter
+}
+
+@test "--check finds what a run then fails on (root): read-only mount, mount point, chattr +i and +a, an immutable directory" {
+	require_root
+	echo new > "$BATS_TEST_TMPDIR/new"
+	mkdir ro d i
+	echo old > d/t
+	echo old > d/a
+	echo old > d/m
+	echo old > i/t
+	echo x > other
+	mount -t tmpfs -o ro,size=1m tmpfs ro || skip "cannot mount tmpfs"
+	PW_MOUNTS+=("$WORK/ro")
+	same_verdict ro/t
+	mount --bind other d/m || skip "cannot bind-mount"
+	PW_MOUNTS+=("$WORK/d/m")
+	same_verdict d/m
+	chattr +i d/t 2>/dev/null || skip "no chattr +i here"
+	same_verdict d/t
+	chattr -i d/t
+	chattr +a d/a
+	same_verdict d/a
+	chattr -a d/a
+	chattr +i i
+	same_verdict i/t
+	same_verdict i/n
+	chattr -i i
+	# -C: a run succeeds if nothing changes, so a read-only directory is
+	# a warning where the target exists
+	mkdir ro2
+	mount -t tmpfs -o size=1m tmpfs ro2
+	PW_MOUNTS+=("$WORK/ro2")
+	echo new > ro2/t
+	mount -o remount,ro ro2
+	run --separate-stderr "$PONYWRITE" --check -C ro2/t <"$BATS_TEST_TMPDIR/new"
+	assert_status 0
+	assert_stderr "ponywrite: ro2/t: a run fails unless nothing changes (-C): ro2: Read-only file system"
+	[ "$(field 1 "$output")" = replace ] || fail "-C ro2/t: $output"
+	run --separate-stderr "$PONYWRITE" -C ro2/t <"$BATS_TEST_TMPDIR/new"
+	assert_status 0
+	same_verdict -C ro2/n
+	assert_no_litter
+}
+
+@test "--check finds what a run then fails on as an ordinary user: a directory it cannot write, an owner it cannot keep, an unreadable source; a link planted by another user (root)" {
+	require_nobody
+	echo new > "$BATS_TEST_TMPDIR/new"
+	chmod 0644 "$BATS_TEST_TMPDIR/new"
+	mkdir rootdir mine
+	echo old > rootdir/t
+	echo old > mine/t
+	echo secret > secret
+	chmod 0600 secret
+	chown nobody:nogroup mine
+	PW_PREFIX=("${NOBODY[@]}")
+	same_verdict rootdir/t
+	same_verdict rootdir/n
+	same_verdict mine/t
+	same_verdict -t mine secret
+	PW_PREFIX=()
+	# root following a link nobody planted in a sticky world-writable
+	# directory (fs.protected_symlinks, which ponywrite applies itself)
+	mkdir -m 1777 sticky
+	ln -s "$WORK/rootdir/t" sticky/link
+	chown -h nobody:nogroup sticky/link
+	same_verdict sticky/link
+	as_nobody "$PONYWRITE" --check mine/n </dev/null >"$BATS_TEST_TMPDIR/o" ||
+	    fail "nobody: mine/n: $?"
+	[ "$(cut -f1,3 "$BATS_TEST_TMPDIR/o")" = "create	$(id -u nobody):$(getent group nogroup | cut -d: -f3)" ] ||
+	    fail "nobody's line: $(cat "$BATS_TEST_TMPDIR/o")"
+	assert_no_litter
+}
+
+# run_words DIR ARG...: ponywrite ARG... under strace; WORDS: its flushes,
+# links and renames in --check's words (a write-back only started is left
+# out), DIR being the target's directory.
+run_words()
+{
+	require_cmd strace
+	local dir=$1 log="$BATS_TEST_TMPDIR/words.log"
+	shift
+	status=0
+	strace -f -qq -y -o "$log" -e trace=fsync,fdatasync,syncfs,sync_file_range,renameat,renameat2,rename,linkat,unlinkat \
+	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/words.err" || status=$?
+	WORDS=$(sed -E 's/^[0-9]+ +//' "$log" | awk -v dir="$(cd "$dir" && pwd -P)" '
+	function path() { match($0, /<[^>]*>/); return substr($0, RSTART + 1, RLENGTH - 2) }
+	/^sync_file_range\(.*WAIT_AFTER/ { print "wait-new"; next }
+	/^syncfs\(/ { print "syncfs"; next }
+	/^f(data)?sync\(/ { p = path()
+		if (p == dir) print "fsync-dir"
+		else if (p ~ /\/\.[^\/]*$/) print "fsync-new"
+		else print "fsync-renamed"
+		next }
+	/^linkat\(/ { print "link-old"; next }
+	/^rename/ { print (/~"/ ? "rename-backup" : "rename"); next }
+	/^unlinkat\(/ { print "unlink-old" }' | paste -sd,)
+	# -b's probe for hard links (a link made and removed at once, before
+	# the input is read): not a step of the sequence
+	WORDS=${WORDS#link-old,unlink-old,}
+}
+
+# seq_matches DIR ARG...: --check ARG... says what the run of ARG... then
+# does (flushes, links, renames), and a word that follows the allow-list.
+seq_matches()
+{
+	local dir=$1 line expect
+	shift
+	run --separate-stderr "$PONYWRITE" --check "$@"
+	assert_status 0
+	line=$output
+	run_words "$dir" "$@"
+	assert_status 0
+	# unlink-old: the directory is flushed again after it
+	expect=$(field 5 "$line" | sed 's/unlink-old/unlink-old,fsync-dir/')
+	[ "$expect" = "$WORDS" ] ||
+	    fail "$*: --check said '$(field 5 "$line")', the run did '$WORDS'"
+	case $(plan_of "$dir") in
+	ordered | filelog) [ "$(field 6 "$line")" = proven ] ;;
+	fuse) [ "$(field 6 "$line")" = fuse ] ;;
+	*) [ "$(field 6 "$line")" = safe ] ;;
+	esac || fail "$*: --check said '$(field 6 "$line")', plan_of says $(plan_of "$dir")"
+}
+
+@test "--check's flush sequence is what the run then does, and its word follows the allow-list: ext4, ext4 nobarrier, ext2, XFS, btrfs, bindfs" {
+	mkdir s
+	printf 'new a\n' > s/a
+	printf 'new b\n' > s/b
+	require_ext4_sysfs
+	mount_fs ext4 e4 -F
+	MOUNT_OPTS=nobarrier mount_fs ext4 nb -F
+	mount_fs ext2 e2 -F
+	mount_fs xfs x -f
+	mount_fs btrfs b -f
+	local m
+	for m in e4 nb e2 x b; do
+		mkdir "$m/d"
+		echo old > "$m/d/t"
+		seq_matches "$m/d" -i s/a "$m/d/t"
+		seq_matches "$m/d" -b -i s/b "$m/d/t"
+		seq_matches "$m/d" --no-sync -i s/a "$m/d/t"
+	done
+	mkdir lower
+	mount_bindfs lower bf
+	mkdir bf/d
+	echo old > bf/d/t
+	seq_matches bf/d -i s/a bf/d/t
+	# a batch on ext4: data waited for, the directories flushed after
+	run --separate-stderr "$PONYWRITE" --check -t e4/d s/a s/b
+	assert_status 0
+	[ "$(cut -f5 <<<"$output")" = $'wait-new,rename,flush-dirs\nwait-new,rename,flush-dirs' ] ||
+	    fail "-t: $output"
+}
+
+@test "--check on tmpfs says volatile; a usage error for --check with --print-changed" {
+	mkdir t
+	if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size=1m tmpfs t; then
+		PW_MOUNTS+=("$WORK/t")
+	fi
+	[ "$(findmnt -no FSTYPE -T t)" = tmpfs ] || skip "no tmpfs here"
+	run --separate-stderr "$PONYWRITE" --check t/x </dev/null
+	assert_status 0
+	[ "$(field 6 "$output")" = volatile ] || fail "tmpfs: $output"
+	run --separate-stderr "$PONYWRITE" --check --print-changed t/x </dev/null
+	assert_status 2
+	assert_stderr "ponywrite: --check and --print-changed cannot be combined
+Try 'ponywrite --help' for more information."
+}
