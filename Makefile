@@ -128,6 +128,20 @@ blockcrash-flushes: ponywrite tests/blockcrash/recorder
 	    BLOCKCRASH_TABLE_OUT=docs/batch-flushes.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
+# What is guaranteed where (docs/guarantees.md): the block-level test of one
+# file and of a batch on every file system this machine mounts, the kernel's
+# and FUSE servers', with what ponywrite --check says on each.
+GUARANTEE_PROFILES = ext4 ext4-writeback ext4-noauto_da_alloc ext4-fast_commit \
+	ext4-data_journal ext4-journal_async_commit ext3 ext2 ext4-nojournal xfs \
+	btrfs ext4-overlay ext4-bindfs ext4-fuse-overlayfs exfat-fuse ntfs-3g
+guarantees: ponywrite tests/blockcrash/recorder
+	mkdir -p docs
+	BLOCKCRASH_PROFILES="$(GUARANTEE_PROFILES)" BLOCKCRASH_BATCH_PROFILES=all \
+	    BLOCKCRASH_SCENARIOS="replace batch-two-dirs" BLOCKCRASH_CONTROLS=none \
+	    BLOCKCRASH_ERRORS=0 BLOCKCRASH_GUARANTEES_OUT=docs/guarantees.md \
+	    PONYWRITE="$$(pwd)/ponywrite" \
+	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
+
 tests/blockcrash/recorder: tests/blockcrash/recorder.c
 	$(CC) $(PW_CFLAGS) $(CPPFLAGS) $(CFLAGS) `pkg-config --cflags fuse3` $(LDFLAGS) -o $@ \
 	    tests/blockcrash/recorder.c `pkg-config --libs fuse3`
@@ -170,5 +184,5 @@ clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
 .PHONY: all check test deps ci longcheck freshcheck deb fscheck static staticcheck sanitize \
-	lint fuzz installcheck hardening usercheck crashtest blockcrash blockcrash-nosync blockcrash-flushes mutate docs readme-tables install \
+	lint fuzz installcheck hardening usercheck crashtest blockcrash blockcrash-nosync blockcrash-flushes guarantees mutate docs readme-tables install \
 	uninstall clean
