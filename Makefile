@@ -133,7 +133,8 @@ blockcrash-flushes: ponywrite tests/blockcrash/recorder
 # and FUSE servers', with what ponywrite --check says on each.
 GUARANTEE_PROFILES = ext4 ext4-writeback ext4-noauto_da_alloc ext4-fast_commit \
 	ext4-data_journal ext4-journal_async_commit ext3 ext2 ext4-nojournal xfs \
-	btrfs ext4-overlay ext4-bindfs ext4-fuse-overlayfs exfat-fuse ntfs-3g
+	btrfs ext4-overlay ext4-bindfs ext4-fuse-overlayfs ext4-sshfs exfat-fuse \
+	ntfs-3g
 guarantees: ponywrite tests/blockcrash/recorder
 	mkdir -p docs
 	BLOCKCRASH_PROFILES="$(GUARANTEE_PROFILES)" BLOCKCRASH_BATCH_PROFILES=all \
