@@ -1,0 +1,174 @@
+#!/usr/bin/env bats
+# contrib/ansible (issue 25): the collection ponywrite.durable, built with
+# ansible-galaxy and run by ansible-playbook against 8 hosts, each a
+# separate root on this machine (local connection), 4 forks.
+
+load helpers
+
+setup_file()
+{
+	command -v ansible-playbook >/dev/null && command -v ansible-galaxy >/dev/null ||
+	    return 0
+	local b="$BATS_FILE_TMPDIR/collection"
+	mkdir -p "$b"
+	ansible-galaxy collection build "$BATS_TEST_DIRNAME/../contrib/ansible/ponywrite/durable" \
+	    --output-path "$b" >/dev/null
+	ansible-galaxy collection install "$b"/ponywrite-durable-*.tar.gz -p "$b/installed" >/dev/null
+}
+
+setup()
+{
+	pw_setup
+	require_cmd ansible-playbook ansible-galaxy
+	[ -d "$BATS_FILE_TMPDIR/collection/installed/ansible_collections/ponywrite/durable" ] ||
+	    fail "the collection was not built"
+	export ANSIBLE_COLLECTIONS_PATH="$BATS_FILE_TMPDIR/collection/installed"
+	export ANSIBLE_LOCAL_TEMP="$BATS_TEST_TMPDIR/ansible-local"
+	export ANSIBLE_REMOTE_TEMP="$BATS_TEST_TMPDIR/ansible-remote"
+	export ANSIBLE_NOCOLOR=1 ANSIBLE_FORKS=4 ANSIBLE_HOST_KEY_CHECKING=0
+	printf '[defaults]\n' > "$BATS_TEST_TMPDIR/ansible.cfg"
+	export ANSIBLE_RETRY_FILES_ENABLED=0 ANSIBLE_CONFIG="$BATS_TEST_TMPDIR/ansible.cfg"
+	# ponywrite on the hosts' PATH (the binary under test)
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	ln -s "$PONYWRITE" "$BATS_TEST_TMPDIR/bin/ponywrite"
+	export PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+	local i
+	{
+		echo "[hosts]"
+		for i in 1 2 3 4 5 6 7 8; do
+			mkdir -p "h$i"
+			echo "h$i ansible_connection=local ansible_python_interpreter=/usr/bin/python3 root=$WORK/h$i"
+		done
+	} > inventory
+}
+
+teardown() { chattr -R -i "$WORK" 2>/dev/null || :; pw_teardown; }
+
+# play FILE [ANSIBLE-PLAYBOOK-OPTION...]: run the playbook FILE against the
+# 8 hosts; status, output (stdout and stderr).
+play()
+{
+	local f=$1
+	shift
+	run ansible-playbook -i inventory "$@" "$f"
+}
+
+# recap HOST: its PLAY RECAP line's counts, "ok=N changed=N failed=N".
+recap()
+{
+	awk -v h="$1" '$1 == h && $2 == ":" {
+		for (i = 3; i <= NF; i++) if ($i ~ /^(ok|changed|failed)=/) s = s " " $i
+		print substr(s, 2); exit }' <<<"$output"
+}
+
+# write_play FILE CONTENT [OPTION-LINE...]: a playbook writing CONTENT to
+# {{ root }}/etc/app.conf with the module's options given as YAML lines.
+write_play()
+{
+	local f=$1 content=$2 o
+	shift 2
+	{
+		echo "- hosts: all"
+		echo "  gather_facts: false"
+		echo "  tasks:"
+		echo "    - ponywrite.durable.copy:"
+		echo "        dest: \"{{ root }}/etc/app.conf\""
+		echo "        content: \"$content\""
+		for o; do echo "        $o"; done
+	} > "$f"
+}
+
+@test "ansible, 8 hosts: create, replace, unchanged on a second run (idempotent), mode and owner" {
+	write_play p.yml 'one\n' 'parents: true' 'mode: "0640"'
+	play p.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=1 failed=0" ] || fail "h$i: $(recap "h$i")" "$output"
+		assert_content "h$i/etc/app.conf" $'one\n'
+		assert_mode "h$i/etc/app.conf" 640
+	done
+	play p.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=0 failed=0" ] || fail "second run, h$i: $(recap "h$i")"
+	done
+	write_play q.yml 'two\n' 'mode: 0600'
+	play q.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=1 failed=0" ] || fail "replace, h$i: $(recap "h$i")"
+		assert_content "h$i/etc/app.conf" $'two\n'
+		assert_mode "h$i/etc/app.conf" 600
+	done
+	assert_no_litter
+}
+
+@test "ansible, check mode and diff mode: nothing written, changed and the diff reported; a failure foreseen" {
+	mkdir -p h1/etc h2/etc
+	echo old > h1/etc/app.conf
+	echo new > h2/etc/app.conf
+	snapshot h1/etc/app.conf h2/etc/app.conf
+	write_play p.yml 'new\n'
+	play p.yml --check --diff --limit h1,h2,h3
+	# h3 has no etc/ and no parents: true, so a run would fail
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[ "$(recap h1)" = "ok=1 changed=1 failed=0" ] || fail "h1: $(recap h1)"
+	[ "$(recap h2)" = "ok=1 changed=0 failed=0" ] || fail "h2: $(recap h2)"
+	[ "$(recap h3)" = "ok=0 changed=0 failed=1" ] || fail "h3: $(recap h3)"
+	[[ $output == *"-old"*"+new"* ]] || fail "no diff: $output"
+	[[ $output == *"h3/etc: No such file or directory"* ]] || fail "h3's message: $output"
+	assert_untouched h1/etc/app.conf h2/etc/app.conf
+	[ ! -e h3/etc ] || fail "check mode made h3/etc"
+}
+
+@test "ansible: backup keeps the previous version as dest~; a failing validate leaves dest untouched" {
+	for i in 1 2 3 4 5 6 7 8; do mkdir -p "h$i/etc"; echo old > "h$i/etc/app.conf"; done
+	write_play p.yml 'good\n' 'backup: true' 'validate: grep -q good %s'
+	play p.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		assert_content "h$i/etc/app.conf" $'good\n'
+		assert_content "h$i/etc/app.conf~" $'old\n'
+	done
+	snapshot h1/etc/app.conf
+	write_play q.yml 'bad\n' 'validate: grep -q good %s'
+	play q.yml --limit h1
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[[ $output == *"failed to validate"* ]] || fail "message: $output"
+	assert_untouched h1/etc/app.conf
+	assert_no_litter
+}
+
+@test "ansible: ponywrite missing on a host, a read-only destination, one host failing while the others succeed" {
+	require_root
+	for i in 1 2 3 4 5 6 7 8; do mkdir -p "h$i/etc"; echo old > "h$i/etc/app.conf"; done
+	chattr +i h3/etc/app.conf 2>/dev/null || skip "no chattr +i here"
+	snapshot h3/etc/app.conf
+	write_play p.yml 'new\n'
+	play p.yml
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[ "$(recap h3)" = "ok=0 changed=0 failed=1" ] || fail "h3: $(recap h3)"
+	[[ $output == *"is immutable (chattr +i); cannot be replaced"* ]] || fail "h3's message: $output"
+	assert_untouched h3/etc/app.conf
+	for i in 1 2 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=1 failed=0" ] || fail "h$i: $(recap "h$i")"
+		assert_content "h$i/etc/app.conf" $'new\n'
+	done
+	chattr -i h3/etc/app.conf
+	# no ponywrite on the PATH the module searches
+	{
+		echo "- hosts: h1"
+		echo "  gather_facts: false"
+		echo "  environment:"
+		echo "    PATH: /nonexistent"
+		echo "  tasks:"
+		echo "    - ponywrite.durable.copy:"
+		echo "        dest: \"{{ root }}/etc/app.conf\""
+		echo "        content: \"x\""
+	} > m.yml
+	play m.yml
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[[ $output == *"ponywrite is not installed on this host"* ]] || fail "message: $output"
+	assert_content h1/etc/app.conf $'new\n'
+	assert_no_litter
+}
