@@ -172,3 +172,12 @@ write_play()
 	assert_content h1/etc/app.conf $'new\n'
 	assert_no_litter
 }
+
+@test "ansible-doc reads the module's documentation (ansible-test sanity needs the network here)" {
+	run ansible-doc ponywrite.durable.copy
+	assert_status 0
+	[[ $output == *"ponywrite.durable.copy"*"dest"*"validate"* ]] || fail "ansible-doc: $output"
+	run ansible-doc -t module -l ponywrite.durable
+	assert_status 0
+	[[ $output == *"ponywrite.durable.copy"* ]] || fail "ansible-doc -l: $output"
+}

@@ -10,8 +10,8 @@ DOCUMENTATION = r'''
 module: copy
 short_description: Write one file atomically and durably with ponywrite
 description:
-  - Replaces or creates I(dest) on the managed host through ponywrite(1):
-    after a crash or power cut at any moment the file holds its complete old
+  - Replaces or creates I(dest) on the managed host through ponywrite(1).
+    After a crash or power cut at any moment the file holds its complete old
     or its complete new content, and once the task reports success the new
     content is on the disk.
   - The options are those of M(ansible.builtin.copy) where they mean the
@@ -74,7 +74,7 @@ notes:
     the failures a run would meet; C(changed) then comes from comparing the
     content, mode and owner.
   - Exit status 3 of ponywrite (replaced, but a flush failed) is reported as
-    a failure with C(changed=true): the new content is in place but may not
+    a failure with C(changed=true); the new content is in place but may not
     survive a crash.
 '''
 
