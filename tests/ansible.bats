@@ -177,7 +177,68 @@ write_play()
 	run ansible-doc ponywrite.durable.copy
 	assert_status 0
 	[[ $output == *"ponywrite.durable.copy"*"dest"*"validate"* ]] || fail "ansible-doc: $output"
+	run ansible-doc ponywrite.durable.batch
+	assert_status 0
+	[[ $output == *"ponywrite.durable.batch"*"files"* ]] || fail "ansible-doc batch: $output"
 	run ansible-doc -t module -l ponywrite.durable
 	assert_status 0
-	[[ $output == *"ponywrite.durable.copy"* ]] || fail "ansible-doc -l: $output"
+	[[ $output == *"ponywrite.durable.batch"*"ponywrite.durable.copy"* ]] || fail "ansible-doc -l: $output"
+}
+
+# batch_play FILE N CONTENT [OPTION-LINE...]: a playbook writing N files
+# {{ root }}/d{1,2}/fK with CONTENT through one ponywrite.durable.batch task.
+batch_play()
+{
+	local f=$1 n=$2 content=$3 k o
+	shift 3
+	{
+		echo "- hosts: all"
+		echo "  gather_facts: false"
+		echo "  tasks:"
+		echo "    - ponywrite.durable.batch:"
+		for o; do echo "        $o"; done
+		echo "        files:"
+		for ((k = 1; k <= n; k++)); do
+			echo "          - dest: \"{{ root }}/d$((k % 2 + 1))/f$k\""
+			echo "            content: \"$content\""
+		done
+	} > "$f"
+}
+
+@test "ansible, 8 hosts: ponywrite.durable.batch writes 20 files a host in one ponywrite run; unchanged on a second run; changed per file; check mode" {
+	# count the runs: a ponywrite that logs its arguments
+	rm "$BATS_TEST_TMPDIR/bin/ponywrite"
+	printf '#!/bin/sh\necho "$*" >> "%s"\nexec "%s" "$@"\n' "$BATS_TEST_TMPDIR/calls" "$PONYWRITE" \
+	    > "$BATS_TEST_TMPDIR/bin/ponywrite"
+	chmod 755 "$BATS_TEST_TMPDIR/bin/ponywrite"
+	batch_play b.yml 20 'v1\n' 'parents: true' 'mode: "0640"'
+	play b.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=1 failed=0" ] || fail "h$i: $(recap "h$i")" "$output"
+		for k in 1 2 20; do
+			assert_content "h$i/d$((k % 2 + 1))/f$k" $'v1\n'
+			assert_mode "h$i/d$((k % 2 + 1))/f$k" 640
+		done
+	done
+	[ "$(grep -c -- '--batch=-' "$BATS_TEST_TMPDIR/calls")" = 8 ] ||
+	    fail "ponywrite runs: $(cat "$BATS_TEST_TMPDIR/calls")"
+	play b.yml
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=1 changed=0 failed=0" ] || fail "second run, h$i: $(recap "h$i")"
+	done
+	# one file changed on h1: reported as the one changed file
+	echo other > h1/d2/f3
+	snapshot h1/d2/f3
+	play b.yml --check --diff --limit h1 -v
+	assert_status 0
+	[[ $output == *'"changed_files": ['*'h1/d2/f3"'*']'* ]] || fail "check mode: $output"
+	assert_untouched h1/d2/f3
+	play b.yml --limit h1 -v
+	assert_status 0
+	[[ $output == *'"changed_files": ['*'h1/d2/f3"'*']'* ]] || fail "run: $output"
+	[[ $output != *'h1/d1/f2"'* ]] || fail "an unchanged file reported: $output"
+	assert_content h1/d2/f3 $'v1\n'
+	assert_no_litter
 }
