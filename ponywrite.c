@@ -3337,7 +3337,7 @@ set_mode(const struct file *f, int fd)
 	    (unsigned)(st.st_mode & 07777));
 }
 
-/* Step 4: the owner first (chown(2) clears set-id bits), attributes, mode. */
+/* The owner and group of F's new file cannot be given (errno E). */
 static int
 failed_owner(const struct file *f, int e)
 {
@@ -3350,6 +3350,7 @@ failed_owner(const struct file *f, int e)
 	    strerror(e));
 }
 
+/* Step 4: the owner first (chown(2) clears set-id bits), attributes, mode. */
 static int
 apply_metadata(const struct file *f, int fd)
 {

@@ -25,27 +25,8 @@ options:
     type: list
     elements: dict
     required: true
-  mode:
-    description: Mode of every new file, octal or symbolic. Default, each old file's.
-    type: raw
-  owner:
-    description: Owner of every new file. Default, each old file's.
-    type: str
-  group:
-    description: Group of every new file. Default, each old file's.
-    type: str
-  backup:
-    description: Keep each previous version as its I(dest)~ (ponywrite -b).
-    type: bool
-    default: false
-  no_sync:
-    description: Keep old-or-new but skip the final flush (ponywrite --no-sync).
-    type: bool
-    default: false
-  parents:
-    description: Create missing parent directories (ponywrite -p).
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - ponywrite.durable.ponywrite
 notes:
   - Check mode runs C(ponywrite --check) on the batch; C(changed) then comes
     from comparing each file's content.
@@ -84,25 +65,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
-
-MISSING = ("ponywrite is not installed on this host: install it (make install in its "
-           "source tree, or its package) or set PATH for the task")
-
-
-def options(module):
-    p = module.params
-    argv = []
-    if p['mode'] is not None:
-        mode = p['mode']
-        argv += ['-m', '%04o' % mode if isinstance(mode, int) else str(mode)]
-    if p['owner'] is not None:
-        argv += ['-o', p['owner']]
-    if p['group'] is not None:
-        argv += ['-g', p['group']]
-    for name, flag in (('backup', '-b'), ('parents', '-p'), ('no_sync', '--no-sync')):
-        if p[name]:
-            argv.append(flag)
-    return argv
+from ansible_collections.ponywrite.durable.plugins.module_utils.ponywrite import (
+    common_spec, exit_with, options, ponywrite_path)
 
 
 def pairs(module, tmp):
@@ -132,32 +96,22 @@ def differs(dest, src):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            files=dict(type='list', elements='dict', required=True),
-            mode=dict(type='raw'),
-            owner=dict(type='str'),
-            group=dict(type='str'),
-            backup=dict(type='bool', default=False),
-            no_sync=dict(type='bool', default=False),
-            parents=dict(type='bool', default=False),
-        ),
+        argument_spec=common_spec(files=dict(type='list', elements='dict', required=True)),
         supports_check_mode=True,
     )
-    exe = module.get_bin_path('ponywrite')
-    if exe is None:
-        module.fail_json(msg=MISSING)
+    exe = ponywrite_path(module)
     tmp = tempfile.mkdtemp(prefix='ponywrite-batch.')
     try:
         files = pairs(module, tmp)
         lst = b''.join(to_bytes(d) + b'\0' + to_bytes(s) + b'\0' for d, s in files)
         if module.check_mode:
-            rc, out, err = module.run_command([exe, '--check', '-z'] + options(module) + ['--batch=-'],
+            rc, out, err = module.run_command([exe, '--check', '-z'] + options(module.params) + ['--batch=-'],
                                               data=lst, binary_data=True)
             if rc != 0:
                 module.fail_json(msg=err.strip() or 'ponywrite --check exited %d' % rc, rc=rc)
             changed = [d for d, s in files if differs(d, s)]
             module.exit_json(changed=bool(changed), changed_files=changed)
-        rc, out, err = module.run_command([exe, '-C', '--print-changed', '-z'] + options(module) +
+        rc, out, err = module.run_command([exe, '-C', '--print-changed', '-z'] + options(module.params) +
                                           ['--batch=-'], data=lst, binary_data=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -165,12 +119,7 @@ def main():
     result = dict(changed=bool(changed), changed_files=changed)
     if rc == 4:
         result['not_replaced'] = [d for d, s in files if d not in changed]
-        module.fail_json(msg='partly replaced: ' + err.strip(), rc=rc, **result)
-    if rc == 3:
-        module.fail_json(msg='replaced but not durable: ' + err.strip(), rc=rc, **result)
-    if rc != 0:
-        module.fail_json(msg=err.strip() or 'ponywrite exited %d' % rc, rc=rc, **result)
-    module.exit_json(**result)
+    exit_with(module, rc, err, result)
 
 
 if __name__ == '__main__':

@@ -30,19 +30,6 @@ options:
   src:
     description: A file on the managed host holding the new content.
     type: path
-  mode:
-    description: Mode of the new file, octal or symbolic, as chmod(1) takes it. Default, the old file's, or what open(2) gives a new one.
-    type: raw
-  owner:
-    description: Owner of the new file. Default, the old file's.
-    type: str
-  group:
-    description: Group of the new file. Default, the old file's.
-    type: str
-  backup:
-    description: Keep the previous version as I(dest)~ (ponywrite -b).
-    type: bool
-    default: false
   validate:
     description:
       - A command run on the new content before it replaces I(dest); C(%s)
@@ -53,10 +40,6 @@ options:
     description: Follow a symbolic link at I(dest) and write the file it points to; false replaces the link itself (ponywrite -P).
     type: bool
     default: false
-  no_sync:
-    description: Keep old-or-new but skip the final flush (ponywrite --no-sync).
-    type: bool
-    default: false
   no_empty:
     description: Refuse to replace I(dest) with empty content (ponywrite -E).
     type: bool
@@ -65,10 +48,8 @@ options:
     description: Serialize with other ponywrite -l runs on I(dest) (ponywrite -l).
     type: bool
     default: false
-  parents:
-    description: Create missing parent directories (ponywrite -p).
-    type: bool
-    default: false
+extends_documentation_fragment:
+  - ponywrite.durable.ponywrite
 notes:
   - Check mode runs C(ponywrite --check), which writes nothing and reports
     the failures a run would meet; C(changed) then comes from comparing the
@@ -113,29 +94,8 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
-
-MISSING = ("ponywrite is not installed on this host: install it (make install in its "
-           "source tree, or its package) or set PATH for the task")
-
-
-def options(module):
-    """ponywrite's options for the module's parameters."""
-    p = module.params
-    argv = []
-    if p['mode'] is not None:
-        mode = p['mode']
-        argv += ['-m', '%04o' % mode if isinstance(mode, int) else str(mode)]
-    if p['owner'] is not None:
-        argv += ['-o', p['owner']]
-    if p['group'] is not None:
-        argv += ['-g', p['group']]
-    for name, flag in (('backup', '-b'), ('no_empty', '-E'), ('lock', '-l'),
-                       ('parents', '-p'), ('no_sync', '--no-sync')):
-        if p[name]:
-            argv.append(flag)
-    if not p['follow']:
-        argv.append('-P')
-    return argv
+from ansible_collections.ponywrite.durable.plugins.module_utils.ponywrite import (
+    common_spec, exit_with, mode_arg, options, ponywrite_path)
 
 
 def new_content(module):
@@ -186,9 +146,9 @@ def would_change(module, data):
         return True
     if p['group'] is not None and grp.getgrnam(p['group']).gr_gid != st.st_gid:
         return True
-    mode = p['mode']
-    return isinstance(mode, int) and mode != (st.st_mode & 0o7777) or \
-        (isinstance(mode, str) and mode.isdigit() and int(mode, 8) != (st.st_mode & 0o7777))
+    # a symbolic mode is left to ponywrite: only an octal one is compared
+    mode = mode_arg(p['mode']) if p['mode'] is not None else ''
+    return mode.isdigit() and int(mode, 8) != (st.st_mode & 0o7777)
 
 
 def diff(module, data):
@@ -208,36 +168,29 @@ def diff(module, data):
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=common_spec(
             dest=dict(type='path', required=True),
             content=dict(type='str', no_log=False),
             src=dict(type='path'),
-            mode=dict(type='raw'),
-            owner=dict(type='str'),
-            group=dict(type='str'),
-            backup=dict(type='bool', default=False),
             validate=dict(type='str'),
             follow=dict(type='bool', default=False),
-            no_sync=dict(type='bool', default=False),
             no_empty=dict(type='bool', default=False),
             lock=dict(type='bool', default=False),
-            parents=dict(type='bool', default=False),
         ),
         required_one_of=[('content', 'src')],
         mutually_exclusive=[('content', 'src')],
         supports_check_mode=True,
     )
     p = module.params
-    exe = module.get_bin_path('ponywrite')
-    if exe is None:
-        module.fail_json(msg=MISSING)
+    exe = ponywrite_path(module)
+    argv = options(p) + ([] if p['follow'] else ['-P'])
     data = new_content(module)
     result = dict(dest=p['dest'], changed=False)
     existed = os.path.lexists(p['dest'])
     if module._diff:
         result['diff'] = diff(module, data)
     if module.check_mode:
-        rc, out, err = module.run_command([exe, '--check'] + options(module) + ['--', p['dest']],
+        rc, out, err = module.run_command([exe, '--check'] + argv + ['--', p['dest']],
                                           data=b'', binary_data=True)
         result['check'] = out.rstrip('\n')
         if rc != 0:
@@ -245,16 +198,12 @@ def main():
         result['changed'] = would_change(module, data)
         module.exit_json(**result)
     validate(module, data)
-    argv = [exe, '-C', '--print-changed'] + options(module) + ['--', p['dest']]
-    rc, out, err = module.run_command(argv, data=data, binary_data=True)
+    rc, out, err = module.run_command([exe, '-C', '--print-changed'] + argv + ['--', p['dest']],
+                                      data=data, binary_data=True)
     result['changed'] = out != ''
     if result['changed'] and p['backup'] and existed:
         result['backup_file'] = p['dest'] + '~'
-    if rc == 3:
-        module.fail_json(msg='replaced but not durable: ' + err.strip(), rc=rc, **result)
-    if rc != 0:
-        module.fail_json(msg=err.strip() or 'ponywrite exited %d' % rc, rc=rc, **result)
-    module.exit_json(**result)
+    exit_with(module, rc, err, result)
 
 
 if __name__ == '__main__':

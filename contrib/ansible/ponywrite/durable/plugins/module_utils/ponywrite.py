@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 the ponywrite authors
+# ISC License (see LICENSE at the root of the ponywrite project)
+"""What the modules of ponywrite.durable share: finding ponywrite, its
+options from the module's parameters, and its exit statuses as failures."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+MISSING = ("ponywrite is not installed on this host: install it (make install in its "
+           "source tree, or its package) or set PATH for the task")
+
+# parameter -> ponywrite's flag, for the boolean parameters a module has
+FLAGS = (('backup', '-b'), ('no_empty', '-E'), ('lock', '-l'), ('parents', '-p'),
+         ('no_sync', '--no-sync'))
+
+
+def ponywrite_path(module):
+    """ponywrite on the host's PATH; fails the task with how to get it."""
+    exe = module.get_bin_path('ponywrite')
+    if exe is None:
+        module.fail_json(msg=MISSING)
+    return exe
+
+
+def mode_arg(mode):
+    """-m's argument: a YAML integer (0644 read as 420) in octal, else as given."""
+    return '%04o' % mode if isinstance(mode, int) else str(mode)
+
+
+def options(params):
+    """ponywrite's options for the module's parameters (those it has)."""
+    argv = []
+    if params.get('mode') is not None:
+        argv += ['-m', mode_arg(params['mode'])]
+    if params.get('owner') is not None:
+        argv += ['-o', params['owner']]
+    if params.get('group') is not None:
+        argv += ['-g', params['group']]
+    return argv + [flag for name, flag in FLAGS if params.get(name)]
+
+
+def exit_with(module, rc, err, result):
+    """End the task from ponywrite's exit status RC and its messages ERR."""
+    err = err.strip()
+    if rc == 4:
+        module.fail_json(msg='partly replaced: ' + err, rc=rc, **result)
+    if rc == 3:
+        module.fail_json(msg='replaced but not durable: ' + err, rc=rc, **result)
+    if rc != 0:
+        module.fail_json(msg=err or 'ponywrite exited %d' % rc, rc=rc, **result)
+    module.exit_json(**result)
+
+
+def common_spec(**more):
+    """The argument_spec of the options every module takes (doc_fragments/ponywrite.py), and MORE."""
+    return dict(mode=dict(type='raw'), owner=dict(type='str'), group=dict(type='str'),
+                backup=dict(type='bool', default=False), no_sync=dict(type='bool', default=False),
+                parents=dict(type='bool', default=False), **more)
