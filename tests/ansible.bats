@@ -42,7 +42,12 @@ setup()
 	} > inventory
 }
 
-teardown() { chattr -R -i "$WORK" 2>/dev/null || :; pw_teardown; }
+teardown()
+{
+	chattr -R -i "$WORK" 2>/dev/null || :
+	! mountpoint -q "$WORK/h4/etc" || umount "$WORK/h4/etc"
+	pw_teardown
+}
 
 # play FILE [ANSIBLE-PLAYBOOK-OPTION...]: run the playbook FILE against the
 # 8 hosts; status, output (stdout and stderr).
@@ -139,18 +144,24 @@ write_play()
 	assert_no_litter
 }
 
-@test "ansible: ponywrite missing on a host, a read-only destination, one host failing while the others succeed" {
+@test "ansible: ponywrite missing on a host, an immutable and a read-only destination, two hosts failing while the others succeed" {
 	require_root
 	for i in 1 2 3 4 5 6 7 8; do mkdir -p "h$i/etc"; echo old > "h$i/etc/app.conf"; done
 	chattr +i h3/etc/app.conf 2>/dev/null || skip "no chattr +i here"
-	snapshot h3/etc/app.conf
+	# h4's etc/ is read-only
+	mount --bind h4/etc h4/etc
+	mount -o remount,bind,ro h4/etc
+	snapshot h3/etc/app.conf h4/etc/app.conf
 	write_play p.yml 'new\n'
 	play p.yml
 	[ "$status" = 2 ] || fail "exit $status: $output"
 	[ "$(recap h3)" = "ok=0 changed=0 failed=1" ] || fail "h3: $(recap h3)"
 	[[ $output == *"is immutable (chattr +i); cannot be replaced"* ]] || fail "h3's message: $output"
-	assert_untouched h3/etc/app.conf
-	for i in 1 2 4 5 6 7 8; do
+	[ "$(recap h4)" = "ok=0 changed=0 failed=1" ] || fail "h4: $(recap h4)"
+	[[ $output == *"h4/etc"*"Read-only file system"* ]] || fail "h4's message: $output"
+	assert_untouched h3/etc/app.conf h4/etc/app.conf
+	umount h4/etc
+	for i in 1 2 5 6 7 8; do
 		[ "$(recap "h$i")" = "ok=1 changed=1 failed=0" ] || fail "h$i: $(recap "h$i")"
 		assert_content "h$i/etc/app.conf" $'new\n'
 	done
@@ -242,5 +253,111 @@ batch_play()
 	[[ $output == *'"changed_files": ['*'h1/d2/f3"'*']'* ]] || fail "run: $output"
 	[[ $output != *'h1/d1/f2"'* ]] || fail "an unchanged file reported: $output"
 	assert_content h1/d2/f3 $'v1\n'
+	assert_no_litter
+}
+
+@test "ansible, 8 hosts: batch sends the controller's src files in one transfer a host, each file once; per-file mode; remote_src" {
+	mkdir -p files
+	head -c 65536 /dev/urandom > files/big
+	echo small > files/small
+	mkdir -p src-on-host
+	echo remote > src-on-host/r
+	{
+		echo "- hosts: all"
+		echo "  gather_facts: false"
+		echo "  tasks:"
+		echo "    - ponywrite.durable.batch:"
+		echo "        parents: true"
+		echo "        mode: \"0644\""
+		echo "        files:"
+		for k in 1 2 3 4 5; do
+			echo "          - {dest: \"{{ root }}/etc/big$k\", src: big}"
+		done
+		echo "          - {dest: \"{{ root }}/etc/small\", src: small, mode: \"0600\"}"
+		echo "          - {dest: \"{{ root }}/etc/text\", content: \"text\\n\"}"
+		echo "    - ponywrite.durable.batch:"
+		echo "        remote_src: true"
+		echo "        files:"
+		echo "          - {dest: \"{{ root }}/etc/r\", src: \"$WORK/src-on-host/r\"}"
+	} > p.yml
+	ANSIBLE_KEEP_REMOTE_FILES=1 play p.yml -vvv
+	assert_status 0
+	for i in 1 2 3 4 5 6 7 8; do
+		[ "$(recap "h$i")" = "ok=2 changed=2 failed=0" ] || fail "h$i: $(recap "h$i")" "$output"
+		for k in 1 2 3 4 5; do
+			cmp files/big "h$i/etc/big$k" || fail "h$i/etc/big$k differs"
+			assert_mode "h$i/etc/big$k" 644
+		done
+		assert_content "h$i/etc/small" $'small\n'
+		assert_mode "h$i/etc/small" 600
+		assert_content "h$i/etc/text" $'text\n'
+		assert_content "h$i/etc/r" $'remote\n'
+	done
+	# one transfer of the sources a host, holding big once and small once
+	[ "$(grep -c 'PUT .*/ponywrite-bundle\.[^ ]* TO .*/bundle$' <<<"$output")" = 8 ] ||
+	    fail "bundles sent: $(grep PUT <<<"$output")"
+	local b n=0
+	for b in $(find "$ANSIBLE_REMOTE_TEMP" -name bundle); do
+		[ "$(stat -c %s "$b")" = $((65536 + 6)) ] || fail "$b: $(stat -c %s "$b") bytes"
+		n=$((n + 1))
+	done
+	[ "$n" = 8 ] || fail "$n bundles kept"
+	[ "$(grep -c 'PUT ' <<<"$output")" = $((8 * 3)) ] || fail "transfers: $(grep PUT <<<"$output")"
+	assert_no_litter
+}
+
+@test "ansible: batch with two modes runs two ponywrite batches, both checked before either runs: a failure in the second leaves the first untouched" {
+	for i in 1 2; do mkdir -p "h$i/etc"; echo old > "h$i/etc/a"; done
+	snapshot h1/etc/a
+	{
+		echo "- hosts: h1"
+		echo "  gather_facts: false"
+		echo "  tasks:"
+		echo "    - ponywrite.durable.batch:"
+		echo "        files:"
+		echo "          - {dest: \"{{ root }}/etc/a\", content: \"new\\n\", mode: \"0644\"}"
+		echo "          - {dest: \"{{ root }}/missing/b\", content: \"new\\n\", mode: \"0600\"}"
+	} > p.yml
+	play p.yml
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[[ $output == *"h1/missing: No such file or directory"* ]] || fail "message: $output"
+	assert_untouched h1/etc/a
+	sed -i 's/hosts: h1/hosts: h2/; s|/missing/b|/etc/b|' p.yml
+	play p.yml
+	assert_status 0
+	assert_content h2/etc/a $'new\n'
+	assert_mode h2/etc/a 644
+	assert_mode h2/etc/b 600
+	assert_no_litter
+}
+
+@test "ansible: batch stopped by a failed rename (ponywrite's exit 4) fails as partly replaced, with the files changed and the files not replaced" {
+	require_cmd strace
+	# the second rename of the run fails
+	rm "$BATS_TEST_TMPDIR/bin/ponywrite"
+	printf '#!/bin/sh\nexec strace -f -qq -o /dev/null -e inject=rename,renameat,renameat2:error=EACCES:when=2 "%s" "$@"\n' \
+	    "$PONYWRITE" > "$BATS_TEST_TMPDIR/bin/ponywrite"
+	chmod 755 "$BATS_TEST_TMPDIR/bin/ponywrite"
+	batch_play b.yml 3 'new\n' 'parents: true'
+	mkdir -p h1/d1 h1/d2
+	for k in 1 2 3; do echo old > "h1/d$((k % 2 + 1))/f$k"; done
+	play b.yml --limit h1
+	[ "$status" = 2 ] || fail "exit $status: $output"
+	[[ $output == *'"msg": "partly replaced: '*"stopped after replacing 1 of 3 targets"* ]] || fail "message: $output"
+	[[ $output == *'"changed": true'* ]] || fail "not changed: $output"
+	local changed rest
+	changed=$(sed -n 's/.*"changed_files": \[\([^]]*\)\].*/\1/p' <<<"$output")
+	rest=$(sed -n 's/.*"not_replaced": \[\([^]]*\)\].*/\1/p' <<<"$output")
+	[ "$(tr ',' '\n' <<<"$changed" | grep -c .)" = 1 ] || fail "changed_files: $changed"
+	[ "$(tr ',' '\n' <<<"$rest" | grep -c .)" = 2 ] || fail "not_replaced: $rest"
+	for k in 1 2 3; do
+		f="h1/d$((k % 2 + 1))/f$k"
+		if [[ $changed == *"/$f\""* ]]; then
+			assert_content "$f" $'new\n'
+		else
+			[[ $rest == *"/$f\""* ]] || fail "$f in neither list"
+			assert_content "$f" $'old\n'
+		fi
+	done
 	assert_no_litter
 }

@@ -7,6 +7,10 @@ options from the module's parameters, and its exit statuses as failures."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import grp
+import os
+import pwd
+
 MISSING = ("ponywrite is not installed on this host: install it (make install in its "
            "source tree, or its package) or set PATH for the task")
 
@@ -50,6 +54,33 @@ def exit_with(module, rc, err, result):
     if rc != 0:
         module.fail_json(msg=err or 'ponywrite exited %d' % rc, rc=rc, **result)
     module.exit_json(**result)
+
+
+def user_id(name, getent):
+    """The number of user or group NAME (getent: pwd.getpwnam or grp.getgrnam), or NAME as a number."""
+    try:
+        return getent(name)[2]
+    except KeyError:
+        return int(name) if name.isdigit() else None
+
+
+def would_change(dest, data, params):
+    """Check mode: would DEST's content (DATA, bytes), or its mode, owner or
+    group as PARAMS set them, change?"""
+    try:
+        st = os.lstat(dest)
+        with open(dest, 'rb') as f:
+            if f.read() != data:
+                return True
+    except (IOError, OSError):
+        return True
+    if params.get('owner') is not None and user_id(params['owner'], pwd.getpwnam) != st.st_uid:
+        return True
+    if params.get('group') is not None and user_id(params['group'], grp.getgrnam) != st.st_gid:
+        return True
+    # a symbolic mode is left to ponywrite: only an octal one is compared
+    mode = mode_arg(params['mode']) if params.get('mode') is not None else ''
+    return mode.isdigit() and int(mode, 8) != (st.st_mode & 0o7777)
 
 
 def common_spec(**more):

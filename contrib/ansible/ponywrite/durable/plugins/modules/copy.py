@@ -86,16 +86,14 @@ check:
   type: str
 '''
 
-import grp
 import os
-import pwd
 import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.ponywrite.durable.plugins.module_utils.ponywrite import (
-    common_spec, exit_with, mode_arg, options, ponywrite_path)
+    common_spec, exit_with, options, ponywrite_path, would_change)
 
 
 def new_content(module):
@@ -127,28 +125,6 @@ def validate(module, data):
             module.fail_json(msg='failed to validate', exit_status=rc, stdout=out, stderr=err)
     finally:
         shutil.rmtree(d, ignore_errors=True)
-
-
-def would_change(module, data):
-    """Check mode: do the content, mode, owner or group differ?"""
-    p = module.params
-    dest = p['dest']
-    if p['follow']:
-        dest = os.path.realpath(dest)
-    try:
-        st = os.lstat(dest)
-        with open(dest, 'rb') as f:
-            if f.read() != data:
-                return True
-    except (IOError, OSError):
-        return True
-    if p['owner'] is not None and pwd.getpwnam(p['owner']).pw_uid != st.st_uid:
-        return True
-    if p['group'] is not None and grp.getgrnam(p['group']).gr_gid != st.st_gid:
-        return True
-    # a symbolic mode is left to ponywrite: only an octal one is compared
-    mode = mode_arg(p['mode']) if p['mode'] is not None else ''
-    return mode.isdigit() and int(mode, 8) != (st.st_mode & 0o7777)
 
 
 def diff(module, data):
@@ -195,7 +171,8 @@ def main():
         result['check'] = out.rstrip('\n')
         if rc != 0:
             module.fail_json(msg=err.strip() or 'ponywrite --check exited %d' % rc, rc=rc, **result)
-        result['changed'] = would_change(module, data)
+        dest = os.path.realpath(p['dest']) if p['follow'] else p['dest']
+        result['changed'] = would_change(dest, data, p)
         module.exit_json(**result)
     validate(module, data)
     rc, out, err = module.run_command([exe, '-C', '--print-changed'] + argv + ['--', p['dest']],
