@@ -100,6 +100,26 @@
 #ifdef STATX_ATTR_MOUNT_ROOT
 #define HAVE_STATX_MOUNT_ROOT 1
 #endif
+/*
+ * --in-place: XFS_IOC_EXCHANGE_RANGE (Linux 6.10, ioctl_xfs_exchange_range(2))
+ * swaps two files' contents, crash-atomically; defined here as in
+ * xfs_fs.h, which few systems install.
+ */
+#if defined(__linux__) && defined(O_TMPFILE) && defined(_IOW)
+#include <stdint.h>
+struct xfs_exchange_range {
+	int32_t	 file1_fd;
+	uint32_t pad;
+	uint64_t file1_offset;
+	uint64_t file2_offset;
+	uint64_t length;
+	uint64_t flags;
+};
+#define XFS_IOC_EXCHANGE_RANGE	_IOW('X', 129, struct xfs_exchange_range)
+#define HAVE_EXCHANGE_RANGE 1
+#endif
+#define XFS_EXCHANGE_RANGE_TO_EOF	(1ULL << 0)
+#define XFS_EXCHANGE_RANGE_DRY_RUN	(1ULL << 2)
 #ifndef ENOTSUP
 #define ENOTSUP EOPNOTSUPP
 #endif
@@ -126,7 +146,8 @@
  * to the next is in its struct file.
  */
 static struct {
-	int	 append, backup, check, ifchanged, lock, noempty, nofollow;
+	int	 append, backup, check, ifchanged, inplace, lock, noempty,
+		 nofollow;
 	int	 parents, printchanged, sync, verbose;
 	int	 null;			/* -z: --print-changed's and --check's
 					   lines end with NUL */
@@ -266,8 +287,9 @@ struct run {
 					   system */
 	int	 late;			/* the status of "replaced, but": 3, or
 					   125 in command mode */
-	int	 lostbackup;		/* replaced, but a backup was not
-					   renamed: late */
+	int	 but;			/* replaced, but a backup was not
+					   renamed, or an exchange not
+					   flushed: late */
 	mode_t	 umask;			/* the process's, for new files */
 	struct srcdir src;		/* the directory of the last source */
 };
@@ -279,7 +301,8 @@ usage(FILE *fp)
 {
 	fputs("usage: ponywrite [-abCElpPv] [-i source] [-m mode]"
 	    " [-o owner[:group]]\n"
-	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]\n"
+	    "                 [-g group] [-S suffix] [-w seconds] [--no-sync]"
+	    " [--in-place]\n"
 	    "                 [--check | --print-changed] [-z]\n"
 	    "                 target [command [argument ...]]\n"
 	    "       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]"
@@ -327,6 +350,8 @@ static const char helptext[] =
     "      --batch=LIST        replace the TARGET\\0SOURCE\\0 pairs of"
     " LIST (-: stdin)\n"
     "      --check             say what a run would do, write nothing\n"
+    "      --in-place          exchange TARGET's content, keeping its"
+    " inode (XFS)\n"
     "      --no-sync           keep old-or-new, skip the directory"
     " flush\n"
     "      --print-changed     print TARGET on stdout if it changed\n"
@@ -347,6 +372,8 @@ help(void)
 /* Remove what we made, say why, exit. */
 
 static void warnx(const char *, const char *, ...);
+struct file;
+static const char *chattr_refusal_at(const struct file *, const char *);
 
 /* Does litter name NAME exist (it is NULL or "" when it does not)? */
 static int
@@ -576,8 +603,8 @@ bad_long_option(const char *arg, const struct option *lo)
 }
 
 /* Values of the options that have no letter, out of the way of letters. */
-enum { OPT_LONG = 256, OPT_BATCH, OPT_CHECK, OPT_HELP, OPT_NOSYNC,
-    OPT_PRINT, OPT_VERSION };
+enum { OPT_LONG = 256, OPT_BATCH, OPT_CHECK, OPT_HELP, OPT_INPLACE,
+    OPT_NOSYNC, OPT_PRINT, OPT_VERSION };
 
 /*
  * getopt_long's error: a long option's is named from its text, which the
@@ -1115,10 +1142,11 @@ many_options(char **argv)
 
 	if (opt.targetdir != NULL && opt.batch != NULL)
 		return usage_hint("-t and --batch cannot be combined");
-	if (opt.append || opt.input != NULL || opt.lock || opt.wait >= 0)
+	if (opt.append || opt.input != NULL || opt.lock || opt.wait >= 0 ||
+	    opt.inplace)
 		return usage_hint("%s cannot be used with %s", opt.append ?
-		    "-a" : opt.input != NULL ? "-i" : opt.lock ? "-l" : "-w",
-		    form);
+		    "-a" : opt.input != NULL ? "-i" : opt.lock ? "-l" :
+		    opt.wait >= 0 ? "-w" : "--in-place", form);
 	if (opt.batch != NULL && *argv != NULL)
 		return usage_hint("--batch takes no operands: '%s'", *argv);
 	if (opt.targetdir != NULL && *opt.targetdir == '\0')
@@ -1133,6 +1161,7 @@ static const struct option longopts[] = {
 	{ "batch",		required_argument,	NULL, OPT_BATCH },
 	{ "check",		no_argument,		NULL, OPT_CHECK },
 	{ "if-changed",		no_argument,		NULL, 'C' },
+	{ "in-place",		no_argument,		NULL, OPT_INPLACE },
 	{ "no-empty",		no_argument,		NULL, 'E' },
 	{ "group",		required_argument,	NULL, 'g' },
 	{ "help",		no_argument,		NULL, OPT_HELP },
@@ -1186,6 +1215,7 @@ read_options(int argc, char *argv[])
 		case OPT_BATCH: opt.batch = optarg; break;
 		case OPT_CHECK: opt.check = 1; break;
 		case OPT_HELP: help(); return -1;
+		case OPT_INPLACE: opt.inplace = 1; break;
 		case OPT_NOSYNC: opt.sync = 0; break;
 		case OPT_PRINT: opt.printchanged = 1; break;
 		case OPT_VERSION: puts("ponywrite " VERSION); return -1;
@@ -1194,6 +1224,22 @@ read_options(int argc, char *argv[])
 		}
 	}
 	return status;
+}
+
+/*
+ * --in-place: the target keeps its inode, and with it its mode, owner,
+ * group and links; what would change them, or needs a second name, is
+ * refused.  0, or 2 (usage).
+ */
+static int
+in_place_options(void)
+{
+	const char *what = opt.mode != NULL ? "-m" : opt.uid != (uid_t)-1 ?
+	    "-o" : opt.gid != (gid_t)-1 ? "-g" : opt.backup ? "-b" :
+	    opt.nofollow ? "-P" : opt.check ? "--check" : NULL;
+
+	return what != NULL ? usage_hint("%s cannot be used with --in-place",
+	    what) : 0;
 }
 
 /* The one-file form's operands, TARGET [COMMAND...]: 0, or 2 (usage). */
@@ -1213,6 +1259,8 @@ one_file_options(char **argv)
 		    " it");
 	if (opt.command != NULL)
 		opt.failstatus = 125;
+	if (opt.inplace && in_place_options() != 0)
+		return 2;
 	/* Two appends of the same old content would lose a line; -w waits. */
 	if (opt.append || opt.wait >= 0)
 		opt.lock = 1;
@@ -1954,16 +2002,22 @@ resolve_target(struct file *f)
 static int
 open_target(struct file *f)
 {
+	const char *why;
 	struct stat st;
 
 	f->regular = 0;
 	if (!f->exists || S_ISLNK(f->st.st_mode))
 		return 0;
-	f->fd = xopenat(f->dirfd, f->name, O_RDONLY | O_NOFOLLOW |
-	    O_NONBLOCK | O_CLOEXEC, 0);
+	/* --in-place writes into the target: its content is exchanged. */
+	f->fd = xopenat(f->dirfd, f->name, (opt.inplace ? O_RDWR : O_RDONLY) |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+	if (f->fd < 0 && errno == EPERM && opt.inplace &&
+	    (why = chattr_refusal_at(f, f->name)) != NULL)
+		return failed(f->target, "is %s; cannot be replaced", why);
 #ifdef O_PATH
 	/* A file we may replace but not read: its metadata is still needed. */
-	if (f->fd < 0 && errno == EACCES && !opt.append && !opt.lock) {
+	if (f->fd < 0 && errno == EACCES && !opt.append && !opt.lock &&
+	    !opt.inplace) {
 		f->fd = xopenat(f->dirfd, f->name, O_PATH | O_NOFOLLOW |
 		    O_CLOEXEC, 0);
 		f->pathonly = 1;
@@ -2592,6 +2646,98 @@ create_temp(struct file *f, int *fd)
 			return failed_temp(f, errno);
 	}
 	return failed_temp(f, EEXIST);
+}
+
+/*
+ * --in-place, where the exchange cannot be done (E from the ioctl, or from
+ * O_TMPFILE): why, and what would work.
+ */
+static int
+failed_exchange(const struct file *f, int e)
+{
+	if (e == ENOTTY || e == EOPNOTSUPP || e == EINVAL || e == EISDIR)
+		return failed(f->target, "cannot be replaced in place: its file"
+		    " system cannot exchange file contents (XFS with the"
+		    " exchange feature, Linux 6.10 or later); without"
+		    " --in-place it is replaced by a new file");
+	if (e == EXDEV)
+		return failed(f->target, "cannot be replaced in place: it is"
+		    " mounted on its own (a bind mount); replace the file it"
+		    " mounts");
+	return failed(f->target, "cannot exchange its content: %s",
+	    strerror(e));
+}
+
+/*
+ * --in-place: an existing regular file, whose set-ID bits, which the
+ * kernel clears on an exchange by anyone but root, it does not have.
+ */
+static int
+check_in_place(const struct file *f)
+{
+	if (!f->exists)
+		return failed(f->target, "does not exist; --in-place exchanges"
+		    " the content of an existing file");
+	if ((f->st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0)
+		return failed(f->target, "is set-user-ID or set-group-ID, which"
+		    " exchanging its content would clear; replace it without"
+		    " --in-place");
+	return 0;
+}
+
+/*
+ * --in-place: F's exchange (DRY_RUN: tried, nothing exchanged), or, unless
+ * DRY_RUN, the real one: the new file then holds the old content.
+ */
+static int
+exchange(const struct file *f, unsigned long long flags)
+{
+#ifdef HAVE_EXCHANGE_RANGE
+	struct xfs_exchange_range x = { 0 };
+
+	x.file1_fd = f->newfd;
+	x.flags = XFS_EXCHANGE_RANGE_TO_EOF | flags;
+	if (ioctl(f->fd, XFS_IOC_EXCHANGE_RANGE, &x) == 0)
+		return 0;
+	return failed_exchange(f, errno);
+#else
+	(void)flags;
+	return failed_exchange(f, ENOTTY);
+#endif
+}
+
+/*
+ * --in-place: the target flushed after the exchange.  DSYNC is not enough:
+ * where the new content is longer than the old, the exchange of what lies
+ * past the old end is committed later, and a crash lost it (a hole, at the
+ * new size) on Linux 6.18 (tests/blockcrash, profile xfs-exchange).
+ */
+static int
+flush_exchanged(struct file *f)
+{
+	if (flush_fd(f->fd) == 0)
+		return 0;
+	return failed(f->target, "replaced in place, but cannot flush it to"
+	    " disk: %s", strerror(errno));
+}
+
+/*
+ * --in-place: the new content's file, unnamed (O_TMPFILE) in the target's
+ * directory, in F->newfd; the exchange tried first, so that where it
+ * cannot be done nothing is written.
+ */
+static int
+create_exchange_temp(struct file *f)
+{
+#ifdef HAVE_EXCHANGE_RANGE
+	f->newfd = openat(f->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (f->newfd < 0)
+		return errno == EOPNOTSUPP || errno == EISDIR ?
+		    failed_exchange(f, errno) : failed_temp(f, errno);
+	return exchange(f, XFS_EXCHANGE_RANGE_DRY_RUN);
+#else
+	return failed_exchange(f, ENOTTY);
+#endif
 }
 
 /* ==== Step 3: copying, write-behind, the command, -C ==== */
@@ -3908,7 +4054,7 @@ check_replaceable(struct file *f, int backup)
 
 	if (!f->exists)
 		return 0;
-	if (mount_point(f, f->name))
+	if (!opt.inplace && mount_point(f, f->name))
 		return failed(f->target, "is a mount point and cannot be"
 		    " replaced: %s", strerror(EBUSY));
 	if ((why = chattr_refusal(f->fd)) != NULL)
@@ -4106,13 +4252,13 @@ flush_fs(int fd)
 
 /*
  * The descriptors a target's steps keep open, closed; not -l's lock, held
- * until exit.  (A FUSE server hides a file still open when it is renamed
- * over.)
+ * until exit, nor the target --in-place exchanges into.  (A FUSE server
+ * hides a file still open when it is renamed over.)
  */
 static void
 drop_inputs(struct file *f)
 {
-	if (f->fd >= 0 && !opt.lock) {
+	if (f->fd >= 0 && !opt.lock && !opt.inplace) {
 		close(f->fd);
 		f->fd = -1;
 	}
@@ -4453,11 +4599,11 @@ make_ready(struct run *run, struct file *j)
 	int later = flush_later(run, j);
 
 	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
-	    apply_metadata(j, j->newfd) < 0 ||
+	    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||
 	    (later && start_flush(j, j->newfd) < 0) ||
 	    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&
 	    flush_new(j, j->newfd) < 0) ||
-	    (opt.lock && lock_new_file(j, j->newfd) < 0))
+	    (opt.lock && !opt.inplace && lock_new_file(j, j->newfd) < 0))
 		return -1;
 	run->nflushing += later;
 #ifdef HAVE_SYNC_FILE_RANGE
@@ -4488,20 +4634,30 @@ prepare_job(struct run *run, struct file *j)
 	off_t size;
 	int same;
 
-	if ((opt.lock ? lock_target(j) : open_target(j)) < 0)
+	if ((opt.lock ? lock_target(j) : open_target(j)) < 0 ||
+	    (opt.inplace && check_in_place(j) < 0))
 		return -1;
 	if ((!opt.ifchanged && check_replaceable(j, run->single) < 0) ||
 	    decide_metadata(j, run->umask) < 0)
 		return -1;
-	j->flushes = plan_flushes(run, j);
-	if (create_temp(j, &j->newfd) < 0 ||
+	/*
+	 * --in-place: the new file flushed before the exchange, --no-sync
+	 * too, so that the exchange never maps blocks not yet written; -C's
+	 * flush of the old.
+	 */
+	j->flushes = !opt.inplace ? plan_flushes(run, j) :
+	    FL_FSYNC | (opt.sync ? FL_OLD : 0);
+	if ((opt.inplace ? create_exchange_temp(j) :
+	    create_temp(j, &j->newfd)) < 0 ||
 	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(run, j, j->newfd, size)) < 0)
 		return -1;
 	if ((same ? keep_unchanged(j) : make_ready(run, j)) < 0)
 		return -1;
 	drop_inputs(j);
-	return j->state == READY && flush_later(run, j) ? 0 : close_new(j);
+	/* --in-place's new file, unnamed, lives as long as it is open. */
+	return j->state == READY && (flush_later(run, j) || opt.inplace) ? 0 :
+	    close_new(j);
 }
 
 /*
@@ -4575,12 +4731,21 @@ flush_new_files(struct run *run)
 static int
 rename_job(struct run *run, struct file *j)
 {
-	int r = rename_over(j, j->tmpname);
+	int r;
 
-	if (r < 0)
+	if (opt.inplace) {
+		if (exchange(j, 0) < 0)
+			return -1;
+		close_new(j);	/* holds the old content: it goes */
+		j->state = REPLACED;
+		if (opt.sync && flush_exchanged(j) < 0)
+			run->but = run->late;
+		return 0;
+	}
+	if ((r = rename_over(j, j->tmpname)) < 0)
 		return -1;
 	if (r > 0)
-		run->lostbackup = run->late;
+		run->but = run->late;
 	j->state = REPLACED;
 	if (j->flushes & FL_DIR)
 		jobs[j->dir].flushdir |= FLUSH_RENAMED;
@@ -4919,7 +5084,7 @@ commit_all(struct run *run)
 	} else
 		status = drop_old_links(run);
 	status = report_jobs(done, left, status != 0 ? status :
-	    run->lostbackup);
+	    run->but);
 	remove_litter(1);
 	unblock_signals();
 	return status;

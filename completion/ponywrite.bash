@@ -19,7 +19,7 @@ _ponywrite()
 	local opts='-a --append -b --backup -C --if-changed -E --no-empty
 	    -g --group -i --input -l --lock -m --mode -o --owner -p --parents
 	    -P --no-dereference -S --suffix -t --target-directory= -v --verbose
-	    -w --wait -z --null --batch= --check --no-sync --print-changed --help
+	    -w --wait -z --null --batch= --check --in-place --no-sync --print-changed --help
 	    --version'
 
 	COMPREPLY=()

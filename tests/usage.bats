@@ -4,7 +4,7 @@
 load helpers
 
 USAGE1='usage: ponywrite [-abCElpPv] [-i source] [-m mode] [-o owner[:group]]'
-USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync]'
+USAGE2='                 [-g group] [-S suffix] [-w seconds] [--no-sync] [--in-place]'
 USAGE3='                 [--check | --print-changed] [-z]
                  target [command [argument ...]]'
 USAGE4='       ponywrite -t directory [-bCEpPv] [-m mode] [-o owner[:group]]

@@ -1,0 +1,221 @@
+#!/usr/bin/env bats
+# --in-place (issue 38): the content exchanged into the target's own inode
+# (XFS_IOC_EXCHANGE_RANGE), which keeps its links, metadata, bind mounts,
+# open descriptors and watchers; refused, before anything is written, where
+# the exchange cannot be done.
+
+load helpers
+
+# mount_exchange DIR: an XFS with the exchange feature on DIR.  xfsprogs
+# before 6.10 cannot make one (mkfs.xfs -i exchange=1): its superblock's
+# incompatible feature bit 0x40 (XFS_SB_FEAT_INCOMPAT_EXCHRANGE) is set
+# with xfs_db instead (write -d: without the verifier, which does not know
+# the bit; the CRC is recomputed).  Skips only on a kernel before 6.10;
+# from 6.10 on, an exchange (DRY_RUN, without ponywrite) must work.
+mount_exchange()
+{
+	require_root
+	require_cmd mkfs.xfs xfs_db losetup mount python3
+	local dir=$1 img="$BATS_TEST_TMPDIR/xfs-exchange.img" f v
+	v=$(uname -r)
+	v=${v%%[!0-9.]*}
+	[ "$(printf '%s\n' 6.10 "$v" | sort -V | head -n 1)" = 6.10 ] ||
+	    skip "Linux $v: the exchange of file contents came in 6.10"
+	truncate -s 320M "$img"
+	if ! mkfs.xfs -q -i exchange=1 "$img" >/dev/null 2>&1; then
+		mkfs.xfs -q -f "$img" >/dev/null 2>&1 || fail "mkfs.xfs failed"
+		f=$(xfs_db -c 'sb 0' -c 'print features_incompat' "$img" | awk '{ print $3 }')
+		xfs_db -x -c 'sb 0' -c "write -d features_incompat $(printf '%#x' $((f | 0x40)))" \
+		    "$img" >/dev/null || fail "xfs_db cannot set the exchange feature"
+	fi
+	mkdir -p "$dir"
+	mount -o loop "$img" "$dir" || fail "cannot mount XFS with the exchange feature"
+	PW_MOUNTS+=("$(cd "$dir" && pwd -P)")
+	# XFS_IOC_EXCHANGE_RANGE, TO_EOF | DRY_RUN, from an O_TMPFILE file
+	echo probe > "$dir/.probe"
+	python3 -c 'import fcntl, os, struct, sys
+d = sys.argv[1]
+a = os.open(d, os.O_TMPFILE | os.O_RDWR, 0o600)
+b = os.open(d + "/.probe", os.O_RDWR)
+fcntl.ioctl(b, 0x40285881, struct.pack("iIQQQQ", a, 0, 0, 0, 0, 5))' "$dir" ||
+	    fail "no exchange on $v"
+	rm "$dir/.probe"
+}
+
+teardown()
+{
+	chattr -i -a "$WORK/x/t" 2>/dev/null
+	pw_teardown
+}
+
+@test "--in-place: the target keeps its inode, its other names, its mode, owner and attributes" {
+	mount_exchange x
+	echo old > x/t
+	ln x/t x/t2
+	chmod 0640 x/t
+	chown 1000:1000 x/t
+	setfattr -n user.k -v kept x/t
+	ino=$(inode x/t)
+	echo new | "$PONYWRITE" --in-place x/t
+	assert_content x/t $'new\n'
+	assert_content x/t2 $'new\n'
+	[ "$(inode x/t)" = "$ino" ] || fail "a new inode"
+	[ "$(stat -c %h x/t)" = 2 ] || fail "links: $(stat -c %h x/t)"
+	assert_mode x/t 640
+	assert_owner x/t 1000 1000
+	[ "$(getfattr -n user.k --only-values x/t)" = kept ] || fail "attribute lost"
+	# larger, then smaller, then empty
+	head -c 5000000 /dev/urandom > big
+	"$PONYWRITE" --in-place -i big x/t
+	cmp big x/t
+	echo s | "$PONYWRITE" --in-place x/t2
+	assert_content x/t $'s\n'
+	: | "$PONYWRITE" --in-place x/t
+	[ ! -s x/t2 ] || fail "not emptied"
+	assert_no_litter x
+}
+
+@test "--in-place: a file bind-mounted elsewhere, a descriptor open on it and an inotify watcher see the new content" {
+	mount_exchange x
+	echo old > x/t
+	echo other > on
+	mount --bind x/t on
+	PW_MOUNTS+=("$WORK/on")
+	exec 7< x/t
+	require_cmd inotifywait
+	inotifywait -q -m -e modify,close_write x/t > events 2>/dev/null &
+	watcher=$!
+	sleep 0.5
+	echo new | "$PONYWRITE" --in-place x/t
+	assert_content on $'new\n'
+	[ "$(cat <&7)" = new ] || fail "the open descriptor reads the old content"
+	exec 7<&-
+	sleep 0.3
+	kill "$watcher"
+	grep -q MODIFY events || fail "inotify: $(cat events)"
+	# through the bind mount itself the exchange cannot be done
+	snapshot on
+	run --separate-stderr "$PONYWRITE" --in-place on < /dev/null
+	assert_status 1
+	assert_stderr "ponywrite: on: cannot be replaced in place: it is mounted on its own (a bind mount); replace the file it mounts"
+	assert_untouched on
+	assert_no_litter x
+}
+
+@test "--in-place with -C, --print-changed, -a, -E, -l and a command keeps their meaning" {
+	mount_exchange x
+	echo old > x/t
+	ino=$(inode x/t)
+	run --separate-stderr "$PONYWRITE" --in-place -C --print-changed x/t <<<old
+	assert_status 0
+	[ -z "$output" ] || fail "unchanged, printed: $output"
+	run --separate-stderr "$PONYWRITE" --in-place -C --print-changed x/t <<<new
+	assert_status 0
+	[ "$output" = x/t ] || fail "changed, printed: $output"
+	echo more | "$PONYWRITE" --in-place -a x/t
+	assert_content x/t $'new\nmore\n'
+	snapshot x/t
+	run --separate-stderr "$PONYWRITE" --in-place -E x/t < /dev/null
+	assert_status 1
+	assert_stderr "ponywrite: x/t: input is empty, not replaced (-E)"
+	run --separate-stderr "$PONYWRITE" --in-place x/t sh -c 'echo half; exit 3'
+	assert_status 3
+	assert_untouched x/t
+	"$PONYWRITE" --in-place -l x/t echo cmd
+	assert_content x/t $'cmd\n'
+	[ "$(inode x/t)" = "$ino" ] || fail "a new inode"
+	assert_no_litter x
+}
+
+@test "--in-place where the exchange cannot be done (ext4, tmpfs, XFS without the feature): refused before the input is read" {
+	mount_fs ext4 e
+	mount_fs xfs p
+	mkdir -p t
+	mount -t tmpfs tmpfs t
+	PW_MOUNTS+=("$(cd t && pwd -P)")
+	for d in e p t; do
+		echo old > "$d/f"
+		snapshot "$d/f"
+		# the input is not read: a command would not run
+		run --separate-stderr "$PONYWRITE" --in-place "$d/f" touch ran
+		assert_status 125
+		assert_stderr "ponywrite: $d/f: cannot be replaced in place: its file system cannot exchange file contents (XFS with the exchange feature, Linux 6.10 or later); without --in-place it is replaced by a new file; target not replaced"
+		[ ! -e ran ] || fail "$d: the command ran"
+		assert_untouched "$d/f"
+		assert_no_litter "$d"
+	done
+}
+
+@test "--in-place refuses a missing target, one it cannot write, an immutable or append-only one, and the options that would need a new file" {
+	mount_exchange x
+	run --separate-stderr "$PONYWRITE" --in-place x/none <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/none: does not exist; --in-place exchanges the content of an existing file"
+	[ ! -e x/none ] || fail "created"
+	echo old > x/t
+	for a in i a; do
+		chattr "+$a" x/t
+		snapshot x/t
+		run --separate-stderr "$PONYWRITE" --in-place x/t <<<new
+		assert_status 1
+		[ "$a" = i ] && w="immutable (chattr +i)" || w="append-only (chattr +a)"
+		assert_stderr "ponywrite: x/t: is $w; cannot be replaced"
+		chattr "-$a" x/t
+		assert_untouched x/t
+	done
+	for o in "-m 600" "-o 0" "-g 0" "-b" "-P" "--check"; do
+		# shellcheck disable=SC2086 # the option and its argument
+		run --separate-stderr "$PONYWRITE" --in-place $o x/t <<<new
+		assert_status 2
+		assert_stderr "ponywrite: ${o%% *} cannot be used with --in-place
+Try 'ponywrite --help' for more information."
+	done
+	for f in "-t x" "--batch=-"; do
+		# shellcheck disable=SC2086
+		run --separate-stderr "$PONYWRITE" --in-place $f < /dev/null
+		assert_status 2
+		assert_stderr "ponywrite: --in-place cannot be used with ${f%%[ =]*}
+Try 'ponywrite --help' for more information."
+	done
+	assert_untouched x/t
+	assert_no_litter x
+}
+
+@test "--in-place as an ordinary user: its own file; not one it cannot write; not a set-ID file, whose bits the exchange would clear" {
+	mount_exchange x
+	require_nobody
+	chown nobody:nogroup x
+	echo old > x/mine
+	chown nobody:nogroup x/mine
+	echo root > x/roots
+	chmod 644 x/roots
+	echo prog > x/setid
+	chown nobody:nogroup x/setid
+	chmod 4755 x/setid
+	snapshot x/roots x/setid
+	echo new | as_nobody "$PONYWRITE" --in-place x/mine
+	assert_content x/mine $'new\n'
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place x/roots <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/roots: Permission denied"
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place x/setid <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/setid: is set-user-ID or set-group-ID, which exchanging its content would clear; replace it without --in-place"
+	assert_untouched x/roots x/setid
+	# root keeps the bits (CAP_FSETID)
+	echo new | "$PONYWRITE" --in-place x/setid
+	assert_content x/setid $'new\n'
+	assert_mode x/setid 4755
+	assert_no_litter x
+}
+
+@test "--in-place, the disk full: the target untouched" {
+	mount_exchange x
+	echo old > x/t
+	snapshot x/t
+	run --separate-stderr bash -c 'head -c 400M /dev/zero | "$1" --in-place x/t' sh "$PONYWRITE"
+	assert_status 1
+	assert_stderr_has "No space left on device"
+	assert_untouched x/t
+	[ "$(df --output=used -B1M x | tail -n 1)" -lt 100 ] || fail "space not given back: $(df x)"
+}
