@@ -71,7 +71,7 @@ M("file-flush-status-0", "flush_renamed_files",
   [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "make_ready",
-  [("apply_metadata(j, j->newfd) < 0 ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    apply_metadata(j, j->newfd) < 0 ||")],
+  [("(!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||")],
   "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
@@ -268,7 +268,7 @@ M("backup-hidden-left", "rename_backup",
   [("if (fstatat(f->dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0)\n\t\tunlinkat(f->dirfd, f->bakname, 0);", "")],
   "a backup that already was TARGET~ leaves its hidden link", "backup")
 M("backup-status-0", "commit_all",
-  [("status != 0 ? status :\n\t    run->lostbackup)", "status)")],
+  [("status != 0 ? status :\n\t    run->but)", "status)")],
   "a failed backup rename exits 0", "status")
 M("parents-ignored", "enter_dir", [("opt.parents ? make_parents(atfd, path, &w) :", "")],
   "-p creates no directory", "parents")
@@ -329,7 +329,7 @@ M("append-without-lock", "one_file_options",
   [("if (opt.append || opt.wait >= 0)", "if (opt.wait >= 0)")],
   "-a does not take the lock: parallel appends lose lines", "append")
 M("lock-gap-at-rename", "make_ready",
-  [(" ||\n\t    (opt.lock && lock_new_file(j, j->newfd) < 0))", ")")],
+  [(" ||\n\t    (opt.lock && !opt.inplace && lock_new_file(j, j->newfd) < 0))", ")")],
   "the lock ends at the rename: -l -b loses a version", "lock")
 M("lock-file-left", "remove_file_litter", [("unlink_litter(fd, f->dirpath, f->lockname,", "if (0) unlink_litter(fd, f->dirpath, f->lockname,")],
   "-l on a missing target leaves its lock file", "litter")
@@ -397,7 +397,7 @@ M("backup-name-target-allowed", "check_backup_names",
   "-b: a target that is another target's backup name is replaced twice",
   "before-rename")
 M("mount-point-unchecked", "check_replaceable",
-  [("if (mount_point(f, f->name))", "if (0)")],
+  [("if (!opt.inplace && mount_point(f, f->name))", "if (0)")],
   "a bind-mounted target is found only by the rename (after a command ran,"
   " or after other targets of a batch were replaced)", "before-rename")
 M("chattr-unchecked", "chattr_refusal",
@@ -419,7 +419,7 @@ M("many-print-changed-status-lost", "report_jobs",
   [("\t\t\tstatus = print_changed(jobs[i].target, status);", "\t\t\tprint_changed(jobs[i].target, status);")],
   "--print-changed in a batch to a full disk exits 0", "status")
 M("many-backup-rename-status-lost", "rename_job",
-  [("\t\trun->lostbackup = run->late;", "\t\t;")],
+  [("\tif (r > 0)\n\t\trun->but = run->late;", "\tif (r > 0)\n\t\t;")],
   "-b in a batch: a backup not renamed to TARGET~ exits 0", "status")
 M("many-list-read-error-eof", "read_list", [("if (r < 0)", "if (0)")],
   "a read error of --batch's list is taken as its end", "many")
@@ -560,3 +560,9 @@ M("name-freed-in-target", "follow_link",
   [("\tif (f->name != last_name(f->target))\n\t\tfree((char *)f->name);", "\tfree((char *)f->name);")],
   "a target's name, a part of the list's string, is freed when its link is"
   " followed", "links")
+M("in-place-unprobed", "create_exchange_temp",
+  [("return exchange(f, XFS_EXCHANGE_RANGE_DRY_RUN);", "return 0;")],
+  "--in-place where the exchange cannot be done: found only after the input was read (a command ran)",
+  "inplace")
+M("in-place-set-id", "check_in_place", [("if ((f->st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0)", "if (0)")],
+  "--in-place by a user clears a set-ID bit", "inplace")
