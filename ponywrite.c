@@ -2707,10 +2707,10 @@ exchange(const struct file *f, unsigned long long flags)
 }
 
 /*
- * --in-place: the target flushed after the exchange.  DSYNC is not enough:
- * where the new content is longer than the old, the exchange of what lies
- * past the old end is committed later, and a crash lost it (a hole, at the
- * new size) on Linux 6.18 (tests/blockcrash, profile xfs-exchange).
+ * --in-place: the target flushed after the exchange.  The exchange's own
+ * XFS_EXCHANGE_RANGE_DSYNC is not enough: with it alone, a crash just
+ * after lost what of a longer new content lies past the old end (a hole,
+ * at the new size), on Linux 6.18 (tests/blockcrash, profile xfs-exchange).
  */
 static int
 flush_exchanged(struct file *f)
