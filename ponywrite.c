@@ -1228,15 +1228,15 @@ read_options(int argc, char *argv[])
 
 /*
  * --in-place: the target keeps its inode, and with it its mode, owner,
- * group and links; what would change them, or needs a second name, is
+ * group and links; what would change them, or replace a link itself, is
  * refused.  0, or 2 (usage).
  */
 static int
 in_place_options(void)
 {
 	const char *what = opt.mode != NULL ? "-m" : opt.uid != (uid_t)-1 ?
-	    "-o" : opt.gid != (gid_t)-1 ? "-g" : opt.backup ? "-b" :
-	    opt.nofollow ? "-P" : opt.check ? "--check" : NULL;
+	    "-o" : opt.gid != (gid_t)-1 ? "-g" : opt.nofollow ? "-P" :
+	    opt.check ? "--check" : NULL;
 
 	return what != NULL ? usage_hint("%s cannot be used with --in-place",
 	    what) : 0;
@@ -4013,6 +4013,22 @@ needs_link(const struct file *f)
 	return f->exists && (opt.backup || (f->flushes & FL_KEEP_OLD));
 }
 
+/*
+ * --in-place -b: the hidden link is to the new file, which the exchange
+ * then fills with the old content.  An O_TMPFILE file gets a name by its
+ * descriptor, through /proc where AT_EMPTY_PATH needs a privilege.
+ */
+static int
+link_new(const struct file *f)
+{
+	char path[64];
+
+	if (linkat(f->newfd, "", f->dirfd, f->bakname, AT_EMPTY_PATH) == 0)
+		return 0;
+	snprintf(path, sizeof path, "/proc/self/fd/%d", f->newfd);
+	return linkat(AT_FDCWD, path, f->dirfd, f->bakname, AT_SYMLINK_FOLLOW);
+}
+
 static int
 link_backup(struct file *f)
 {
@@ -4028,9 +4044,9 @@ link_backup(struct file *f)
 	if (name_backup_link(f, max) < 0)
 		return -1;
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; linkat(f->dirfd, f->name, f->dirfd, f->bakname,
-	    0) < 0; tries++)
-		if (errno != ENOENT || tries == 100) {
+	for (tries = 0; (opt.inplace ? link_new(f) : linkat(f->dirfd, f->name,
+	    f->dirfd, f->bakname, 0)) < 0; tries++)
+		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
 			/* FL_KEEP_OLD asks for what it can have: no hard links
 			 * (vfat), protected_hardlinks, LINK_MAX reached. */
@@ -4727,6 +4743,24 @@ flush_new_files(struct run *run)
 	return 0;
 }
 
+/*
+ * --in-place -b: the new file, which holds the old content now, gets the
+ * old file's owner, attributes and mode (as a new file would: never more
+ * open than the old), and the name TARGET~; its directory is flushed.
+ */
+static int
+keep_exchanged(struct file *j)
+{
+	int r;
+
+	if (!named(j->bakname))
+		return 0;
+	if (opt.sync)
+		jobs[j->dir].flushdir |= FLUSH_RENAMED;
+	r = apply_metadata(j, j->newfd);
+	return rename_backup(j) < 0 || r < 0 ? -1 : 0;
+}
+
 /* Step 6 for one file. */
 static int
 rename_job(struct run *run, struct file *j)
@@ -4736,8 +4770,10 @@ rename_job(struct run *run, struct file *j)
 	if (opt.inplace) {
 		if (exchange(j, 0) < 0)
 			return -1;
-		close_new(j);	/* holds the old content: it goes */
 		j->state = REPLACED;
+		if (opt.backup && keep_exchanged(j) < 0)
+			run->but = run->late;
+		close_new(j);	/* holds the old content */
 		if (opt.sync && flush_exchanged(j) < 0)
 			run->but = run->late;
 		return 0;

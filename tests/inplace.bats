@@ -146,7 +146,7 @@ teardown()
 	done
 }
 
-@test "--in-place refuses a missing target, one it cannot write, an immutable or append-only one, and the options that would need a new file" {
+@test "--in-place refuses a missing target, one it cannot write, an immutable or append-only one, and the options that would change its metadata or a link" {
 	mount_exchange x
 	run --separate-stderr "$PONYWRITE" --in-place x/none <<<new
 	assert_status 1
@@ -163,7 +163,7 @@ teardown()
 		chattr "-$a" x/t
 		assert_untouched x/t
 	done
-	for o in "-m 600" "-o 0" "-g 0" "-b" "-P" "--check"; do
+	for o in "-m 600" "-o 0" "-g 0" "-P" "--check"; do
 		# shellcheck disable=SC2086 # the option and its argument
 		run --separate-stderr "$PONYWRITE" --in-place $o x/t <<<new
 		assert_status 2
@@ -218,4 +218,44 @@ Try 'ponywrite --help' for more information."
 	assert_stderr_has "No space left on device"
 	assert_untouched x/t
 	[ "$(df --output=used -B1M x | tail -n 1)" -lt 100 ] || fail "space not given back: $(df x)"
+}
+
+@test "--in-place -b: the old content kept as TARGET~, with the old file's mode, owner and attributes; an old TARGET~ replaced" {
+	mount_exchange x
+	echo old > x/t
+	ln x/t x/t2
+	chmod 0640 x/t
+	chown 1000:1000 x/t
+	setfattr -n user.k -v kept x/t
+	echo previous > 'x/t~'
+	ino=$(inode x/t)
+	echo new | "$PONYWRITE" --in-place -b x/t
+	assert_content x/t $'new\n'
+	assert_content x/t2 $'new\n'
+	[ "$(inode x/t)" = "$ino" ] || fail "a new inode"
+	assert_content 'x/t~' $'old\n'
+	assert_mode 'x/t~' 640
+	assert_owner 'x/t~' 1000 1000
+	[ "$(getfattr -n user.k --only-values 'x/t~')" = kept ] || fail "attribute not kept"
+	[ "$(stat -c %h 'x/t~')" = 1 ] || fail "the backup is a link to the target"
+	# -C: unchanged, no backup made
+	run --separate-stderr "$PONYWRITE" --in-place -b -C x/t <<<new
+	assert_status 0
+	assert_content 'x/t~' $'old\n'
+	assert_no_litter x
+}
+
+@test "--in-place -b as an ordinary user: the backup is the user's, never more open than the old file" {
+	mount_exchange x
+	require_nobody
+	chown nobody:nogroup x
+	echo old > x/mine
+	chown nobody:nogroup x/mine
+	chmod 0600 x/mine
+	echo new | as_nobody "$PONYWRITE" --in-place -b x/mine
+	assert_content x/mine $'new\n'
+	assert_content 'x/mine~' $'old\n'
+	assert_mode 'x/mine~' 600
+	assert_owner 'x/mine~' "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+	assert_no_litter x
 }
