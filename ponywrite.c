@@ -4657,12 +4657,13 @@ prepare_job(struct run *run, struct file *j)
 	    decide_metadata(j, run->umask) < 0)
 		return -1;
 	/*
-	 * --in-place: the new file flushed before the exchange, --no-sync
-	 * too, so that the exchange never maps blocks not yet written; -C's
-	 * flush of the old.
+	 * --in-place: no flush of the new file before the exchange, which
+	 * writes both files' data and waits for it, as the journal orders it
+	 * (PLAN_ORDERED; tests/blockcrash, profile xfs-exchange, --no-sync
+	 * too); -C's flush of the old.
 	 */
 	j->flushes = !opt.inplace ? plan_flushes(run, j) :
-	    FL_FSYNC | (opt.sync ? FL_OLD : 0);
+	    opt.sync ? FL_OLD : 0;
 	if ((opt.inplace ? create_exchange_temp(j) :
 	    create_temp(j, &j->newfd)) < 0 ||
 	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
