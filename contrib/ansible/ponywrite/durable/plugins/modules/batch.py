@@ -36,6 +36,26 @@ options:
     type: list
     elements: dict
     required: true
+    suboptions:
+      dest:
+        description: The file to write.
+        type: path
+        required: true
+      content:
+        description: Its new content. One of I(content) and I(src).
+        type: str
+      src:
+        description: A file holding its new content.
+        type: path
+      mode:
+        description: Its mode, instead of the task's I(mode).
+        type: raw
+      owner:
+        description: Its owner, instead of the task's I(owner).
+        type: str
+      group:
+        description: Its group, instead of the task's I(group).
+        type: str
   remote_src:
     description: Each I(src) is a file on the managed host.
     type: bool
@@ -90,7 +110,10 @@ from ansible_collections.ponywrite.durable.plugins.module_utils.ponywrite import
     common_spec, exit_with, mode_arg, options, ponywrite_path, would_change)
 
 META = ('mode', 'owner', 'group')
-KEYS = ('dest', 'content', 'src', '_bundle') + META
+# an entry of files; _bundle, [offset, size] in the bundle, is the action plugin's
+FILE_SPEC = dict(dest=dict(type='path', required=True), content=dict(type='str'), src=dict(type='path'),
+                 mode=dict(type='raw'), owner=dict(type='str'), group=dict(type='str'),
+                 _bundle=dict(type='list', elements='int'))
 
 
 def cut(bundle, piece, path):
@@ -113,11 +136,9 @@ def sources(module, tmp):
     out = []
     pieces = {}
     for i, f in enumerate(p['files']):
-        unknown = sorted(set(f) - set(KEYS))
         given = [k for k in ('content', 'src', '_bundle') if f.get(k) is not None]
-        if unknown or not f.get('dest') or len(given) != 1:
-            module.fail_json(msg='files[%d]: needs dest and one of content or src%s' %
-                             (i, ', not ' + ', '.join(unknown) if unknown else ''))
+        if len(given) != 1:
+            module.fail_json(msg='files[%d]: needs one of content or src' % i)
         if given[0] == 'content':
             src = os.path.join(tmp, str(i))
             with open(src, 'wb') as fp:
@@ -133,7 +154,7 @@ def sources(module, tmp):
         meta = tuple(f[k] if f.get(k) is not None else p[k] for k in META)
         if meta[0] is not None:
             meta = (mode_arg(meta[0]),) + meta[1:]
-        out.append((os.path.expanduser(f['dest']), src, meta))
+        out.append((f['dest'], src, meta))
     return out
 
 
@@ -199,7 +220,7 @@ def run(module, exe, groups):
 
 def main():
     module = AnsibleModule(
-        argument_spec=common_spec(files=dict(type='list', elements='dict', required=True),
+        argument_spec=common_spec(files=dict(type='list', elements='dict', required=True, options=FILE_SPEC),
                                   remote_src=dict(type='bool', default=False),
                                   _bundle=dict(type='path')),
         supports_check_mode=True,
