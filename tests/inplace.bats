@@ -48,14 +48,21 @@ teardown()
 	pw_teardown
 }
 
-@test "--in-place: the target keeps its inode, its other names, its mode, owner and attributes" {
-	mount_exchange x
+# linked_target: x/t, "old", with a second name x/t2, mode 0640, owner
+# 1000:1000, attribute user.k; its inode number in ino.
+linked_target()
+{
 	echo old > x/t
 	ln x/t x/t2
 	chmod 0640 x/t
 	chown 1000:1000 x/t
 	setfattr -n user.k -v kept x/t
 	ino=$(inode x/t)
+}
+
+@test "--in-place: the target keeps its inode, its other names, its mode, owner and attributes" {
+	mount_exchange x
+	linked_target
 	echo new | "$PONYWRITE" --in-place x/t
 	assert_content x/t $'new\n'
 	assert_content x/t2 $'new\n'
@@ -222,13 +229,8 @@ Try 'ponywrite --help' for more information."
 
 @test "--in-place -b: the old content kept as TARGET~, with the old file's mode, owner and attributes; an old TARGET~ replaced" {
 	mount_exchange x
-	echo old > x/t
-	ln x/t x/t2
-	chmod 0640 x/t
-	chown 1000:1000 x/t
-	setfattr -n user.k -v kept x/t
+	linked_target
 	echo previous > 'x/t~'
-	ino=$(inode x/t)
 	echo new | "$PONYWRITE" --in-place -b x/t
 	assert_content x/t $'new\n'
 	assert_content x/t2 $'new\n'
@@ -257,5 +259,17 @@ Try 'ponywrite --help' for more information."
 	assert_content 'x/mine~' $'old\n'
 	assert_mode 'x/mine~' 600
 	assert_owner 'x/mine~' "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+	assert_no_litter x
+}
+
+@test "--in-place: the flush after the exchange fails: replaced, but exit 3, said so" {
+	require_cmd strace
+	mount_exchange x
+	echo old > x/t
+	run --separate-stderr strace -f -qq -o /dev/null -e inject=fsync:error=EIO \
+	    "$PONYWRITE" --in-place x/t <<<new
+	assert_status 3
+	assert_stderr "ponywrite: x/t: replaced in place, but cannot flush it to disk: Input/output error"
+	assert_content x/t $'new\n'
 	assert_no_litter x
 }
