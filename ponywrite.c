@@ -219,6 +219,8 @@ struct file {
 	unsigned regular : 1;		/* ... and it is a regular file */
 	unsigned pathonly : 1;		/* fd is an O_PATH one: not readable */
 	unsigned linked : 1;		/* reached through a symbolic link */
+	unsigned unnamed : 1;		/* its new file is made unnamed, and
+					   named once complete: needs_unnamed */
 	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
 					   its directories that exists */
 	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
@@ -2474,6 +2476,48 @@ default_acl_mode(const struct file *f, mode_t *mode)
 }
 #endif
 
+#ifdef HAVE_XATTR
+/*
+ * The old file's attribute NAME, or its list of names if NAME is NULL.  An
+ * O_PATH descriptor is read through /proc, which reaches the same inode.
+ */
+static ssize_t
+old_xattr(const struct file *f, const char *name, char *val, size_t n)
+{
+	char proc[64];
+
+	if (!f->pathonly)
+		return name != NULL ? fgetxattr(f->fd, name, val, n) :
+		    flistxattr(f->fd, val, n);
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
+	return name != NULL ? getxattr(proc, name, val, n) :
+	    listxattr(proc, val, n);
+}
+#endif
+
+/*
+ * Will F's new file carry a privilege (set-ID bits, or the old file's file
+ * capabilities, kept as keep_xattr keeps them) that someone but the caller
+ * could write into before it has it: its owner, who may chmod(2) it, or
+ * those its mode lets write?  Then it is made unnamed (create_temp) and
+ * named only once complete (name_temp).
+ */
+static int
+needs_unnamed(const struct file *f)
+{
+	uid_t owner = f->meta.uid != (uid_t)-1 ? f->meta.uid : geteuid();
+	int caps = 0;
+
+	if (owner == geteuid() && !(f->meta.mode & 022))
+		return 0;
+#ifdef HAVE_XATTR
+	caps = f->regular && f->meta.uid == f->st.st_uid &&
+	    f->meta.gid == f->st.st_gid &&
+	    old_xattr(f, "security.capability", NULL, 0) >= 0;
+#endif
+	return caps || (f->meta.mode & (S_ISUID | S_ISGID));
+}
+
 /*
  * The new file's mode, owner and group.  A new file gets what open(2) would
  * give it: 0666 less the umask, or less what the directory's default ACL
@@ -2500,6 +2544,7 @@ decide_metadata(struct file *f, mode_t cmask)
 		f->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);
 	if (opt.mode != NULL)
 		parse_mode(opt.mode, f->meta.mode, mask, &f->meta.mode);
+	f->unnamed = needs_unnamed(f);
 	return 0;
 }
 
@@ -2614,38 +2659,127 @@ failed_temp(const struct file *f, int e)
 	    " directory: %s", strerror(e));
 }
 
+/* A new file in F's directory, unnamed till link_fd names it: its fd. */
+static int
+open_unnamed(const struct file *f)
+{
+#ifdef O_TMPFILE
+	return openat(f->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#else
+	(void)f;
+	errno = EOPNOTSUPP;
+	return -1;
+#endif
+}
+
+/*
+ * The unnamed (O_TMPFILE) file FD named NAME in F's directory: through
+ * /proc where AT_EMPTY_PATH needs a privilege.  For --in-place -b, the
+ * new file, which the exchange then fills with the old content.
+ */
+static int
+link_fd(const struct file *f, int fd, const char *name)
+{
+	char path[64];
+
+#ifdef AT_EMPTY_PATH
+	if (linkat(fd, "", f->dirfd, name, AT_EMPTY_PATH) == 0)
+		return 0;
+#endif
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, path, f->dirfd, name, AT_SYMLINK_FOLLOW);
+}
+
+/*
+ * F's new file, unnamed (needs_unnamed), cannot be made: the file system
+ * has no O_TMPFILE (E), and a named one could be written into before it has
+ * its privilege.
+ */
+static int
+failed_unnamed(const struct file *f, int e)
+{
+	if (e != EOPNOTSUPP && e != EISDIR && e != EINVAL)
+		return failed_temp(f, e);
+	return failed(f->target, "cannot be given its set-ID bits or file"
+	    " capabilities safely here: its owner, or those its mode lets"
+	    " write, could write into the new file before it has them, and"
+	    " this file system has no unnamed files (O_TMPFILE) to prevent"
+	    " it");
+}
+
+/*
+ * F's new file: named .NAME.RANDOM, created there (*FD < 0), or the
+ * unnamed file *FD, complete, linked there.  0, or -1 with errno (EEXIST:
+ * try another name), or -2 (said).
+ */
+static int
+try_temp_name(struct file *f, int *fd, long max)
+{
+	int r;
+
+	block_signals();
+	if ((r = hidden_name(f->tmpname, f->name, "", max)) < 0)
+		r = -2;
+	else if (*fd >= 0)
+		r = link_fd(f, *fd, f->tmpname);
+	else if ((*fd = openat(f->dirfd, f->tmpname, O_RDWR | O_CREAT |
+	    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		r = -1;
+	if (r < 0)
+		f->tmpname[0] = '\0';
+	unblock_signals();
+	return r < 0 ? r : 0;
+}
+
+/* F's new file its hidden name, as try_temp_name makes it: 0, -1, -2. */
+static int
+name_temp(struct file *f, int *fd)
+{
+	long max = name_max(f);
+	int tries, r = -1;
+
+	errno = EEXIST;
+	for (tries = 0; tries < 100; tries++)
+		if ((r = try_temp_name(f, fd, max)) != -1 ||
+		    (errno != EEXIST && errno != EINTR))
+			break;
+	return r;
+}
+
 /*
  * The temporary file, in *FD; -errno there where -C can do without one (a
  * read-only mount, a directory the caller cannot write), so that the input
- * can still be compared: see input_unchanged().
+ * can still be compared: see input_unchanged().  Unnamed (F->unnamed) till
+ * it is complete: name_new.
  */
 static int
 create_temp(struct file *f, int *fd)
 {
-	long max = name_max(f);
-	int tries, r;
-
 	if (hidden_buffer(&f->tmpname, f, "") < 0)
 		return -1;
-	for (tries = 0; tries < 100; tries++) {
-		block_signals();
-		if ((r = hidden_name(f->tmpname, f->name, "", max)) < 0 ||
-		    (*fd = openat(f->dirfd, f->tmpname, O_RDWR | O_CREAT |
-		    O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
-			f->tmpname[0] = '\0';
-		unblock_signals();
-		if (r < 0)
-			return -1;
-		if (*fd >= 0)
-			return 0;
-		if (opt.ifchanged && (errno == EROFS || errno == EACCES)) {
-			*fd = -errno;
-			return 0;
-		}
-		if (errno != EEXIST && errno != EINTR)
-			return failed_temp(f, errno);
+	*fd = -1;
+	if (f->unnamed)
+		*fd = open_unnamed(f);
+	else if (name_temp(f, fd) == -2)
+		return -1;
+	if (*fd >= 0)
+		return 0;
+	if (opt.ifchanged && (errno == EROFS || errno == EACCES)) {
+		*fd = -errno;
+		return 0;
 	}
-	return failed_temp(f, EEXIST);
+	return f->unnamed ? failed_unnamed(f, errno) : failed_temp(f, errno);
+}
+
+/* F's unnamed new file, complete: its hidden name. */
+static int
+name_new(struct file *f, int fd)
+{
+	int r;
+
+	if (!f->unnamed || (r = name_temp(f, &fd)) == 0)
+		return 0;
+	return r == -2 ? -1 : failed_temp(f, errno);
 }
 
 /*
@@ -2730,7 +2864,7 @@ static int
 create_exchange_temp(struct file *f)
 {
 #ifdef HAVE_EXCHANGE_RANGE
-	f->newfd = openat(f->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	f->newfd = open_unnamed(f);
 	if (f->newfd < 0)
 		return errno == EOPNOTSUPP || errno == EISDIR ?
 		    failed_exchange(f, errno) : failed_temp(f, errno);
@@ -3322,24 +3456,6 @@ same_as_old(struct run *run, struct file *f, int fd, off_t size)
 
 /* ==== Step 4: metadata, on the descriptor ==== */
 
-#ifdef HAVE_XATTR
-/*
- * The old file's attribute NAME, or its list of names if NAME is NULL.  An
- * O_PATH descriptor is read through /proc, which reaches the same inode.
- */
-static ssize_t
-old_xattr(const struct file *f, const char *name, char *val, size_t n)
-{
-	char proc[64];
-
-	if (!f->pathonly)
-		return name != NULL ? fgetxattr(f->fd, name, val, n) :
-		    flistxattr(f->fd, val, n);
-	snprintf(proc, sizeof proc, "/proc/self/fd/%d", f->fd);
-	return name != NULL ? getxattr(proc, name, val, n) :
-	    listxattr(proc, val, n);
-}
-#endif
 
 static int
 failed_xattr(const struct file *f, const char *name)
@@ -4013,22 +4129,6 @@ needs_link(const struct file *f)
 	return f->exists && (opt.backup || (f->flushes & FL_KEEP_OLD));
 }
 
-/*
- * --in-place -b: the hidden link is to the new file, which the exchange
- * then fills with the old content.  An O_TMPFILE file gets a name by its
- * descriptor, through /proc where AT_EMPTY_PATH needs a privilege.
- */
-static int
-link_new(const struct file *f)
-{
-	char path[64];
-
-	if (linkat(f->newfd, "", f->dirfd, f->bakname, AT_EMPTY_PATH) == 0)
-		return 0;
-	snprintf(path, sizeof path, "/proc/self/fd/%d", f->newfd);
-	return linkat(AT_FDCWD, path, f->dirfd, f->bakname, AT_SYMLINK_FOLLOW);
-}
-
 static int
 link_backup(struct file *f)
 {
@@ -4044,7 +4144,7 @@ link_backup(struct file *f)
 	if (name_backup_link(f, max) < 0)
 		return -1;
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; (opt.inplace ? link_new(f) : linkat(f->dirfd, f->name,
+	for (tries = 0; (opt.inplace ? link_fd(f, f->newfd, f->bakname) : linkat(f->dirfd, f->name,
 	    f->dirfd, f->bakname, 0)) < 0; tries++)
 		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
@@ -4616,6 +4716,7 @@ make_ready(struct run *run, struct file *j)
 
 	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
 	    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||
+	    name_new(j, j->newfd) < 0 ||
 	    (later && start_flush(j, j->newfd) < 0) ||
 	    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&
 	    flush_new(j, j->newfd) < 0) ||
@@ -5158,6 +5259,25 @@ check_writable(const struct file *f)
 	return failed_temp(f, e);
 }
 
+/*
+ * F's new file made unnamed where it must be (create_temp): the file
+ * system is asked, with an unnamed file that goes when it is closed.
+ */
+static int
+check_unnamed(const struct file *f)
+{
+	int fd;
+
+	if (!f->unnamed)
+		return 0;
+	if ((fd = open_unnamed(f)) >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == EROFS || errno == EACCES ? 0 :
+	    failed_unnamed(f, errno);
+}
+
 /* Is GID the caller's group or one of its supplementary groups? */
 static int
 in_groups(gid_t gid)
@@ -5223,7 +5343,8 @@ check_job(struct run *run, struct file *j)
 	    decide_metadata(j, run->umask) < 0)
 		return -1;
 	j->flushes = plan_flushes(run, j);
-	if (check_writable(j) < 0 || check_owner(j) < 0 ||
+	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
+	    check_owner(j) < 0 ||
 	    (opt.backup && j->exists && check_backup_name(j) < 0))
 		return -1;
 	return check_input(run, j);

@@ -592,3 +592,130 @@ $(getfacl -cn d/ref)"
 	[ "$(getcap t)" = "t cap_net_raw=ep" ] || fail "capabilities: '$(getcap t)'"
 	assert_no_litter
 }
+
+# Issue 52: root gives a new file a privilege (set-ID bits, file
+# capabilities) and another owner.  Its owner, who may chmod(2) it, must not
+# be able to write into it before it has them.
+#
+# owner_race CALL OPTION...: as root, ponywrite OPTION... with its first
+# CALL (fremovexattr, the first of the attributes, after the owner is given;
+# fchmod, the mode, set last) held back 1.5 s, while nobody writes "evil"
+# once into each temporary file that appears in home/ meanwhile, as the
+# owner of home/ could.  Once the new file is complete it may be named before its rename,
+# and nobody may write into it then: it is nobody's own file, and write(2)
+# by nobody takes its set-ID bits and capabilities away.
+owner_race()
+{
+	require_nobody
+	require_cmd strace
+	as_nobody sh -c 'i=0 seen=; while [ $i -lt 400 ]; do
+	    for f in home/.*.*; do
+		[ -f "$f" ] || continue
+		case $seen in *"<$f>"*) continue ;; esac
+		seen="$seen<$f>"
+		printf evil | dd of="$f" conv=notrunc,nocreat 2>/dev/null
+	    done
+	    i=$((i + 1)); sleep 0.01; done' &
+	local spy=$! call=$1
+	shift
+	run --separate-stderr strace -f -qq -o /dev/null \
+	    -e inject="$call":delay_enter=1500000:when=1 "$PONYWRITE" "$@"
+	kill "$spy" 2>/dev/null
+	wait "$spy" 2>/dev/null || :
+}
+
+# assert_no_plant FILE MODE TEXT: FILE holds TEXT with MODE, or, if nobody
+# wrote into it once it was complete, neither set-ID bits nor capabilities.
+assert_no_plant()
+{
+	if grep -q evil "$1"; then
+		[ $((0$(stat -c %a "$1") & 06000)) -eq 0 ] ||
+		    fail "$1: set-ID, mode $(stat -c %a "$1"), holding nobody's bytes"
+		[ -z "$(getcap "$1" 2>/dev/null)" ] ||
+		    fail "$1: capabilities, holding nobody's bytes"
+		return 0
+	fi
+	assert_content "$1" "$3"
+	assert_mode "$1" "$2"
+}
+
+# nobody's directory home/, and in it nobody's set-group-ID file prog of
+# group daemon.
+owners_home()
+{
+	mkdir home
+	echo old > home/prog
+	chown nobody:nogroup home
+	chown nobody:daemon home/prog
+	chmod 2755 home/prog
+	echo NEWCONTENT > new
+}
+
+@test "root replacing another user's set-group-ID file: the owner cannot write into the new file before it is complete (root)" {
+	owners_home
+	owner_race fremovexattr -i new home/prog
+	assert_status 0
+	assert_no_plant home/prog 2755 $'NEWCONTENT\n'
+	assert_owner home/prog 65534 "$(getent group daemon | cut -d: -f3)"
+	# A batch makes its new files the same way.
+	chown nobody:daemon home/prog
+	chmod 2755 home/prog
+	printf 'home/prog\0new\0' >list
+	echo NEWER > new
+	owner_race fremovexattr --batch=list
+	assert_status 0
+	assert_no_plant home/prog 2755 $'NEWER\n'
+	assert_no_litter
+}
+
+@test "root giving a new file to another user with -o and set-user-ID with -m: the owner cannot write into it first (root)" {
+	owners_home
+	owner_race fchmod -o nobody -m 4755 -i new home/tool
+	assert_status 0
+	assert_no_plant home/tool 4755 $'NEWCONTENT\n'
+	assert_no_litter
+}
+
+@test "root replacing another user's file with file capabilities: the owner cannot write into the new file first (root)" {
+	require_cmd setcap getcap
+	owners_home
+	chmod 0755 home/prog
+	setcap cap_net_raw+ep home/prog 2>/dev/null || skip "no file capabilities here"
+	owner_race fremovexattr -i new home/prog
+	assert_status 0
+	assert_no_plant home/prog 755 $'NEWCONTENT\n'
+	grep -q evil home/prog ||
+	    [ "$(getcap home/prog)" = "home/prog cap_net_raw=ep" ] ||
+	    fail "capabilities: '$(getcap home/prog)'"
+	assert_no_litter
+}
+
+@test "without unnamed files (FUSE): another user's set-group-ID file is refused, by --check too, untouched (root)" {
+	require_nobody
+	mkdir lower
+	mount_bindfs lower m
+	mkdir m/home
+	echo old > m/home/prog
+	chown nobody:nogroup m/home
+	chown nobody:daemon m/home/prog
+	chmod 2755 m/home/prog
+	python3 -c 'import os, sys; os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)' m/home 2>/dev/null &&
+	    skip "this FUSE mount has unnamed files"
+	snapshot m/home/prog
+	why="ponywrite: m/home/prog: cannot be given its set-ID bits or file capabilities safely here: its owner, or those its mode lets write, could write into the new file before it has them, and this file system has no unnamed files (O_TMPFILE) to prevent it"
+	run --separate-stderr "$PONYWRITE" --check m/home/prog </dev/null
+	assert_status 1
+	assert_stderr_has "$why"
+	run --separate-stderr "$PONYWRITE" m/home/prog < <(echo new)
+	assert_status 1
+	assert_stderr "$why"
+	assert_untouched m/home/prog
+	assert_no_litter m/home
+	# Root's own set-group-ID file, which only root can write, still can.
+	chown root m/home/prog
+	chmod 2755 m/home/prog
+	run --separate-stderr "$PONYWRITE" m/home/prog < <(echo new)
+	assert_status 0
+	assert_content m/home/prog $'new\n'
+	assert_mode m/home/prog 2755
+}
