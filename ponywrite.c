@@ -1080,6 +1080,8 @@ read_list(struct run *run, int fd, const char *name, size_t *len,
 	return 0;
 }
 
+static int open_walked(const char *);
+
 /*
  * --batch: LIST holds TARGET\0SOURCE\0 pairs; read it whole.  0, 2 after a
  * usage error, or -1 after an I/O error.
@@ -1099,9 +1101,8 @@ jobs_from_list(struct run *run)
 		errno = EBADF;
 		return failed_errno("stdin");
 	}
-	if (strcmp(opt.batch, "-") != 0 && (fd = xopenat(AT_FDCWD, opt.batch,
-	    O_RDONLY | O_CLOEXEC, 0)) < 0)
-		return failed_errno(name);
+	if (strcmp(opt.batch, "-") != 0 && (fd = open_walked(opt.batch)) < 0)
+		return -1;
 	status = read_list(run, fd, name, &len, &pairs);
 	if (fd != STDIN_FILENO)
 		close(fd);
@@ -1436,8 +1437,11 @@ planted_in(int dirfd, uid_t owner, mode_t writable)
 
 #ifdef O_PATH
 #define O_SEARCH_DIR	O_PATH	/* a directory passed through: search only */
+#define O_LOOK		O_PATH	/* a file looked at, not opened: a FIFO
+				   does not block, a device is not opened */
 #else
 #define O_SEARCH_DIR	O_RDONLY
+#define O_LOOK		(O_RDONLY | O_NONBLOCK)
 #endif
 
 struct walk {
@@ -1558,6 +1562,22 @@ followable_link(int fd, const char *name, struct walk *w)
 	return 0;
 }
 
+/* Did FLAGS open FD, a symbolic link, itself (O_PATH | O_NOFOLLOW does)? */
+static int
+opened_link(int fd, int flags)
+{
+#ifdef O_PATH
+	struct stat st;
+
+	return (flags & O_PATH) && !(flags & O_DIRECTORY) &&
+	    fstat(fd, &st) == 0 && S_ISLNK(st.st_mode);
+#else
+	(void)fd;
+	(void)flags;
+	return 0;
+#endif
+}
+
 /*
  * Component NAME of directory FD, opened with FLAGS (O_DIRECTORY for a
  * directory).  A symbolic link is followed here, by the sticky-directory
@@ -1572,6 +1592,11 @@ walk_component(int fd, const char *name, int flags, struct walk *w)
 	int sub;
 
 	sub = xopenat(fd, name, flags | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (sub >= 0 && opened_link(sub, flags)) {
+		close(sub);
+		sub = -1;
+		errno = ELOOP;
+	}
 	if (sub >= 0) {
 		join_into(link, sizeof link, w->at, name);
 		memcpy(w->at, link, strlen(link) + 1);
@@ -1635,6 +1660,29 @@ static int
 open_dir_at(int atfd, const char *path, struct walk *w)
 {
 	return walk_dir(atfd, path, O_RDONLY | O_DIRECTORY, w);
+}
+
+/* PATH, which walk W could not open (errno): a planted link named first. */
+static int
+failed_walk(const char *path, const struct walk *w)
+{
+	if (w->refused)
+		return failed_planted(w->link, "following a link", w->owner,
+		    w->at);
+	return failed_errno(path);
+}
+
+/* PATH, a file to read (--batch's list), opened as walk_dir walks it. */
+static int
+open_walked(const char *path)
+{
+	struct walk w;
+	int fd;
+
+	walk_start(&w);
+	if ((fd = walk_dir(AT_FDCWD, path, O_RDONLY, &w)) < 0)
+		return failed_walk(path, &w);
+	return fd;
 }
 
 /*
@@ -3175,14 +3223,14 @@ keep_source_dir(struct srcdir *d, const char *source, size_t n,
  * is walked as walk_dir walks it.
  */
 static int
-open_source(struct srcdir *d, const char *source, struct walk *w)
+open_source(struct srcdir *d, const char *source, int flags, struct walk *w)
 {
 	const char *name = strrchr(source, '/');
 	size_t n;
 
 	if (name == NULL || name[1] == '\0' || strcmp(name, "/.") == 0 ||
 	    strcmp(name, "/..") == 0)
-		return walk_dir(AT_FDCWD, source, O_RDONLY, w);
+		return walk_dir(AT_FDCWD, source, flags, w);
 	n = (size_t)(++name - source);
 	if (d->path == NULL || strncmp(d->path, source, n) != 0 ||
 	    d->path[n] != '\0') {
@@ -3190,11 +3238,12 @@ open_source(struct srcdir *d, const char *source, struct walk *w)
 			return -1;
 	} else
 		memcpy(w->at, d->at, strlen(d->at) + 1);
-	return walk_component(d->fd, name, O_RDONLY, w);
+	return walk_component(d->fd, name, flags, w);
 }
 
+/* F's input, opened with FLAGS (O_RDONLY to read it). */
 static int
-open_input(struct run *run, const struct file *f)
+open_input(struct run *run, const struct file *f, int flags)
 {
 	struct walk w;
 	int fd;
@@ -3207,12 +3256,9 @@ open_input(struct run *run, const struct file *f)
 		}
 		return STDIN_FILENO;
 	}
-	if ((fd = open_source(&run->src, f->source, &w)) >= 0)
+	if ((fd = open_source(&run->src, f->source, flags, &w)) >= 0)
 		return fd;
-	if (w.refused)
-		return failed_planted(w.link, "following a link", w.owner,
-		    w.at);
-	return failed_errno(f->source);
+	return failed_walk(f->source, &w);
 }
 
 /* -a: the old content, holes kept, copied in the kernel where it can be. */
@@ -3368,7 +3414,7 @@ fill_temp(struct run *run, struct file *f, int fd)
 	if (opt.command != NULL)
 		added = run_command(f, fd);
 	else {
-		if ((in = f->in = open_input(run, f)) < 0)
+		if ((in = f->in = open_input(run, f, O_RDONLY)) < 0)
 			return -1;
 		added = copy_fd(f, in, fd, input_name(f));
 		if (in != STDIN_FILENO)
@@ -3424,7 +3470,8 @@ input_unchanged(struct run *run, struct file *f, int e)
 	ssize_t n;
 	int in, same = opt.command == NULL && !opt.append && meta_unchanged(f);
 
-	if ((in = f->in = same ? open_input(run, f) : -1) < 0 && same)
+	if ((in = f->in = same ? open_input(run, f, O_RDONLY) : -1) < 0 &&
+	    same)
 		return -1;
 	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
 		if (n < 0)
@@ -5313,25 +5360,29 @@ check_owner(const struct file *f)
 
 /*
  * F's input can be opened, as a run opens it; not read.  Standard input
- * and a command are left alone, and so is a FIFO or a device, which
- * opening could block on or change.
+ * and a command are left alone.  It is walked as a run walks it (a link
+ * planted in a sticky directory refused) and looked at; a FIFO or a
+ * device, which opening could block on or change, is not opened.
  */
 static int
 check_input(struct run *run, const struct file *f)
 {
 	struct stat st;
-	int fd, dir;
+	int fd, r;
 
-	if (opt.command != NULL || strcmp(f->source, "-") == 0 ||
-	    (stat(f->source, &st) == 0 && !S_ISREG(st.st_mode) &&
-	    !S_ISDIR(st.st_mode)))
+	if (opt.command != NULL || strcmp(f->source, "-") == 0)
 		return 0;
-	if ((fd = open_input(run, f)) < 0)
+	if ((fd = open_input(run, f, O_LOOK)) < 0)
 		return -1;
-	dir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+	r = fstat(fd, &st);
 	close(fd);
-	if (dir)
+	if (r < 0)
+		return failed_errno(input_name(f));
+	if (S_ISDIR(st.st_mode))
 		return failed(input_name(f), "%s", strerror(EISDIR));
+	if (!S_ISREG(st.st_mode) || (fd = open_input(run, f, O_RDONLY)) < 0)
+		return S_ISREG(st.st_mode) ? -1 : 0;
+	close(fd);
 	return 0;
 }
 

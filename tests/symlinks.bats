@@ -375,6 +375,55 @@ refused_forms()
 	assert_no_litter
 }
 
+# Issue 52: the list of --batch=LIST is opened by the same rule as every other
+# path, so a link another user planted cannot make root read a list of its
+# choosing.
+@test "--batch=LIST follows another user's link in a sticky directory no more than -i does (root)" {
+	require_nobody
+	symlinks_sysctl_off
+	mkdir -m 1777 s
+	echo old > victim
+	echo new > src
+	printf '%s\0' victim src > rootlist
+	chmod 0600 rootlist
+	as_nobody ln -s "$WORK/rootlist" s/list
+	as_nobody ln -s "$WORK/victim" s/evil
+	echo old > target
+	snapshot victim target
+	run --separate-stderr "$PONYWRITE" -i s/evil target
+	assert_status 1
+	assert_stderr "ponywrite: s/evil: not following a link that nobody (65534) owns in the sticky directory s"
+	assert_untouched target
+	run --separate-stderr "$PONYWRITE" --batch=s/list
+	assert_status 1
+	assert_stderr_has "s/list: not following a link that nobody (65534) owns in the sticky directory s"
+	assert_untouched victim
+	assert_no_litter
+}
+
+# Issue 52: --check walks a source as the run does, so a planted link to
+# something that is not a regular file is refused by the link's rule first,
+# with the run's message, not passed over because --check does not read it.
+@test "--check refuses a planted link to a source as a run does: to /dev/null, to a FIFO (root)" {
+	require_nobody
+	mkdir -m 1777 s
+	mkfifo fifo
+	echo old > target
+	as_nobody ln -s /dev/null s/evil
+	as_nobody ln -s "$WORK/fifo" s/pipe
+	snapshot target
+	for l in s/evil s/pipe; do
+		run --separate-stderr timeout 10 "$PONYWRITE" -i "$l" target
+		assert_status 1
+		assert_stderr "ponywrite: $l: not following a link that nobody (65534) owns in the sticky directory s"
+		run --separate-stderr timeout 10 "$PONYWRITE" --check -i "$l" target
+		assert_status 1
+		assert_stderr "ponywrite: $l: not following a link that nobody (65534) owns in the sticky directory s"
+		assert_untouched target
+	done
+	assert_no_litter
+}
+
 @test "links in /proc stand for open files: /dev/stdout and a deleted file's fd are refused" {
 	echo old > file
 	snapshot file
