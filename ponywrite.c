@@ -2543,6 +2543,18 @@ old_xattr(const struct file *f, const char *name, char *val, size_t n)
 }
 #endif
 
+/* Has F's old file file capabilities (security.capability)? */
+static int
+has_capabilities(const struct file *f)
+{
+#ifdef HAVE_XATTR
+	return f->regular && old_xattr(f, "security.capability", NULL, 0) >= 0;
+#else
+	(void)f;
+	return 0;
+#endif
+}
+
 /*
  * Will F's new file carry a privilege (set-ID bits, or the old file's file
  * capabilities, kept as keep_xattr keeps them) that someone but the caller
@@ -2554,15 +2566,12 @@ static int
 needs_unnamed(const struct file *f)
 {
 	uid_t owner = f->meta.uid != (uid_t)-1 ? f->meta.uid : geteuid();
-	int caps = 0;
+	int caps;
 
 	if (owner == geteuid() && !(f->meta.mode & 022))
 		return 0;
-#ifdef HAVE_XATTR
-	caps = f->regular && f->meta.uid == f->st.st_uid &&
-	    f->meta.gid == f->st.st_gid &&
-	    old_xattr(f, "security.capability", NULL, 0) >= 0;
-#endif
+	caps = f->meta.uid == f->st.st_uid && f->meta.gid == f->st.st_gid &&
+	    has_capabilities(f);
 	return caps || (f->meta.mode & (S_ISUID | S_ISGID));
 }
 
@@ -2851,8 +2860,8 @@ failed_exchange(const struct file *f, int e)
 }
 
 /*
- * --in-place: an existing regular file, whose set-ID bits, which the
- * kernel clears on an exchange by anyone but root, it does not have.
+ * --in-place: an existing regular file without what the kernel takes away
+ * on an exchange: set-ID bits, but for root's, and file capabilities.
  */
 static int
 check_in_place(const struct file *f)
@@ -2864,6 +2873,10 @@ check_in_place(const struct file *f)
 		return failed(f->target, "is set-user-ID or set-group-ID, which"
 		    " exchanging its content would clear; replace it without"
 		    " --in-place");
+	if (has_capabilities(f))
+		return failed(f->target, "has file capabilities, which"
+		    " exchanging its content would remove, even for root;"
+		    " replace it without --in-place");
 	return 0;
 }
 
@@ -3569,6 +3582,22 @@ copy_xattr(const struct file *f, const char *name, int to)
 }
 #endif
 
+/* The ACL FD got from its directory's default, which open(2) gave it. */
+static int
+drop_inherited_acl(const struct file *f, int fd)
+{
+#ifdef HAVE_XATTR
+	if (fremovexattr(fd, "system.posix_acl_access") < 0 &&
+	    errno != ENODATA && errno != ENOTSUP)
+		return failed(f->target, "cannot remove the inherited ACL: %s",
+		    strerror(errno));
+#else
+	(void)f;
+	(void)fd;
+#endif
+	return 0;
+}
+
 /*
  * The POSIX ACL, user.* attributes, file capabilities and SELinux context of
  * the old file, and nothing else: an ACL the temporary file inherited from
@@ -3582,10 +3611,8 @@ copy_xattrs(const struct file *f, int to)
 	char *list, *name;
 	int r = 0;
 
-	if (fremovexattr(to, "system.posix_acl_access") < 0 &&
-	    errno != ENODATA && errno != ENOTSUP)
-		return failed(f->target, "cannot remove the inherited ACL: %s",
-		    strerror(errno));
+	if (drop_inherited_acl(f, to) < 0)
+		return -1;
 	if ((n = old_xattr(f, NULL, NULL, 0)) <= 0)
 		return n < 0 && errno != ENOTSUP ? failed_xattr(f, "list") : 0;
 	list = xmalloc(n);
@@ -3644,6 +3671,37 @@ set_mode(const struct file *f, int fd)
 	    " %04o, as set-group-ID needs membership of the file's group (use"
 	    " -m to choose a mode)", (unsigned)f->meta.mode,
 	    (unsigned)(st.st_mode & 07777));
+}
+
+/* Is GID the caller's group or one of its supplementary groups? */
+static int
+in_groups(gid_t gid)
+{
+	int n = getgroups(0, NULL), i, r = gid == getegid();
+	gid_t *v;
+
+	if (r || n <= 0 || (v = malloc((size_t)n * sizeof *v)) == NULL)
+		return r;
+	n = getgroups(n, v);
+	for (i = 0; i < n && !r; i++)
+		r = v[i] == gid;
+	free(v);
+	return r;
+}
+
+/*
+ * Can F's new file be given its owner and group?  As chown(2) decides for
+ * a caller without CAP_CHOWN (taken to be any but root): to its own user
+ * only, and to one of its groups.
+ */
+static int
+can_give_owner(const struct file *f)
+{
+	uid_t uid = f->meta.uid;
+	gid_t gid = f->meta.gid;
+
+	return geteuid() == 0 || ((uid == (uid_t)-1 || uid == geteuid()) &&
+	    (gid == (gid_t)-1 || in_groups(gid)));
 }
 
 /* The owner and group of F's new file cannot be given (errno E). */
@@ -4895,7 +4953,8 @@ flush_new_files(struct run *run)
 /*
  * --in-place -b: the new file, which holds the old content now, gets the
  * old file's owner, attributes and mode (as a new file would: never more
- * open than the old), and the name TARGET~; its directory is flushed.
+ * open than the old), or, where the caller cannot give the owner, stays
+ * the caller's, mode 0600; and the name TARGET~; its directory is flushed.
  */
 static int
 keep_exchanged(struct file *j)
@@ -4906,7 +4965,11 @@ keep_exchanged(struct file *j)
 		return 0;
 	if (opt.sync)
 		jobs[j->dir].flushdir |= FLUSH_RENAMED;
-	r = apply_metadata(j, j->newfd);
+	if (can_give_owner(j))
+		r = apply_metadata(j, j->newfd);
+	else if ((r = drop_inherited_acl(j, j->newfd)) == 0 &&
+	    fchmod(j->newfd, 0600) < 0)
+		r = failed(j->target, "cannot set mode: %s", strerror(errno));
 	return rename_backup(j) < 0 || r < 0 ? -1 : 0;
 }
 
@@ -5325,37 +5388,11 @@ check_unnamed(const struct file *f)
 	    failed_unnamed(f, errno);
 }
 
-/* Is GID the caller's group or one of its supplementary groups? */
-static int
-in_groups(gid_t gid)
-{
-	int n = getgroups(0, NULL), i, r = gid == getegid();
-	gid_t *v;
-
-	if (r || n <= 0 || (v = malloc((size_t)n * sizeof *v)) == NULL)
-		return r;
-	n = getgroups(n, v);
-	for (i = 0; i < n && !r; i++)
-		r = v[i] == gid;
-	free(v);
-	return r;
-}
-
-/*
- * Would apply_metadata's chown fail?  As chown(2) decides for a caller
- * without CAP_CHOWN (taken to be any but root): to its own user only, and
- * to one of its groups.
- */
+/* Would apply_metadata's chown fail (can_give_owner)? */
 static int
 check_owner(const struct file *f)
 {
-	uid_t uid = f->meta.uid;
-	gid_t gid = f->meta.gid;
-
-	if (geteuid() == 0 || ((uid == (uid_t)-1 || uid == geteuid()) &&
-	    (gid == (gid_t)-1 || in_groups(gid))))
-		return 0;
-	return failed_owner(f, EPERM);
+	return can_give_owner(f) ? 0 : failed_owner(f, EPERM);
 }
 
 /*

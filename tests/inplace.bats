@@ -216,6 +216,23 @@ Try 'ponywrite --help' for more information."
 	assert_no_litter x
 }
 
+# Issue 52: the exchange removes security.capability as it clears set-ID
+# bits, even for root; refused, not dropped silently.
+@test "--in-place refuses a file with file capabilities, which the exchange would remove" {
+	mount_exchange x
+	require_cmd setcap getcap
+	echo old > x/ping
+	setcap cap_net_raw+ep x/ping
+	echo new > new
+	snapshot x/ping
+	run --separate-stderr "$PONYWRITE" --in-place -i new x/ping
+	assert_status 1
+	assert_stderr "ponywrite: x/ping: has file capabilities, which exchanging its content would remove, even for root; replace it without --in-place"
+	assert_untouched x/ping
+	[[ $(getcap x/ping) == *cap_net_raw* ]] || fail "capabilities lost: $(getcap x/ping)"
+	assert_no_litter x
+}
+
 @test "--in-place, the disk full: the target untouched" {
 	mount_exchange x
 	echo old > x/t
@@ -259,6 +276,37 @@ Try 'ponywrite --help' for more information."
 	assert_content 'x/mine~' $'old\n'
 	assert_mode 'x/mine~' 600
 	assert_owner 'x/mine~' "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+	assert_no_litter x
+}
+
+# Issue 52: a user writing another user's file keeps that file's owner (the
+# exchange does not change it); the backup is a new file, which is the
+# caller's, and 0600 since its group and others are not the old file's,
+# without the ACL the directory's default would give it.
+@test "--in-place -b by a user on another user's writable file: the backup stays the caller's, mode 0600" {
+	mount_exchange x
+	require_nobody
+	mkdir x/d
+	chown nobody:nogroup x/d
+	require_cmd setfacl getfacl
+	setfacl -d -m u:1000:rw x/d
+	echo old > x/d/t
+	chown daemon:daemon x/d/t
+	chmod 0666 x/d/t
+	ino=$(inode x/d/t)
+	echo new > new
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place -b -i new x/d/t
+	assert_status 0
+	assert_quiet
+	assert_content x/d/t $'new\n'
+	assert_owner x/d/t "$(id -u daemon)" "$(getent group daemon | cut -d: -f3)"
+	assert_mode x/d/t 666
+	[ "$(inode x/d/t)" = "$ino" ] || fail "a new inode"
+	assert_content 'x/d/t~' $'old\n'
+	assert_owner 'x/d/t~' "$(id -u nobody)" "$(getent group nogroup | cut -d: -f3)"
+	assert_mode 'x/d/t~' 600
+	! getfacl -cn 'x/d/t~' | grep -q '^user:1000' || fail "the default ACL on the backup: $(getfacl -c 'x/d/t~')"
+	[ "$(ls -A x/d)" = $'t\nt~' ] || fail "x/d holds: $(ls -A x/d)"
 	assert_no_litter x
 }
 
