@@ -1859,7 +1859,8 @@ check_protected_link(const struct file *f, const struct oldstat *link)
 
 /*
  * fs.protected_regular: 1 guards sticky world-writable directories, 2 also
- * group-writable ones.  Where the setting cannot be read, assume 2.
+ * group-writable ones.  Where the setting cannot be read, assume 2; world-
+ * writable ones are guarded whatever it says, as links are (planted_in).
  */
 static int
 check_protected_regular(const struct file *f)
@@ -1875,9 +1876,7 @@ check_protected_regular(const struct file *f)
 			level = '2';
 		close(fd);
 	}
-	if (level == '0')
-		return 0;
-	if (level == '1' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)
+	if (level != '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)
 		return r;
 	return failed_planted_name(f, "writing to a file", f->st.st_uid);
 }
@@ -4123,6 +4122,26 @@ check_dir(const struct file *f)
 }
 
 /*
+ * -b: TARGET~ (BAKFINAL), which exists, of OWNER: in a sticky directory that
+ * others can write to, replaced only if it is the caller's or the
+ * directory owner's, as the sticky bit lets only those rename over it (root
+ * could; it does not remove another user's file there either).
+ */
+static int
+planted_backup(const struct file *f, const char *bakfinal, uid_t owner)
+{
+	char *file;
+	int r;
+
+	if ((r = planted(f, owner, S_IWOTH)) <= 0)
+		return r;
+	file = join(f->dirpath, bakfinal);
+	failed_planted(file, "replacing a file", owner, f->dirpath);
+	free(file);
+	return -1;
+}
+
+/*
  * -b: TARGET~ must fit the directory's NAME_MAX and, if it exists, be what
  * a rename can replace.  Returns that NAME_MAX, 0 if TARGET~ already is
  * the old file, or -1.
@@ -4151,8 +4170,9 @@ check_backup_name(const struct file *f)
 	    (why = chattr_refusal_at(f, bakfinal)) != NULL)
 		return failed(f->target, "cannot make backup %s: it is %s",
 		    bakfinal, why);
-	return st.st_dev == f->st.st_dev && st.st_ino == f->st.st_ino ? 0 :
-	    max;
+	if (st.st_dev == f->st.st_dev && st.st_ino == f->st.st_ino)
+		return 0;
+	return planted_backup(f, bakfinal, st.st_uid) == 0 ? max : -1;
 }
 
 /*

@@ -88,7 +88,9 @@ plant()
 	assert_no_litter
 }
 
-@test "protected_regular follows the sysctl: 0 off, 1 world-writable only, 2 group-writable too" {
+# Issue 52: with the sysctl at 0 (as in many containers) root's secret went
+# into nobody's planted 0666 file in a sticky world-writable directory.
+@test "protected_regular: world-writable sticky directories whatever the sysctl says (0 too), group-writable ones when it is 2" {
 	protected_regular 1
 	mkdir -m 1777 w
 	mkdir -m 1770 g
@@ -108,8 +110,53 @@ plant()
 	assert_status 1
 	assert_content g/f $'x\n'
 	sysctl -q -w fs.protected_regular=0
-	run --separate-stderr "$PONYWRITE" w/f < <(echo z)
+	snapshot w/f
+	run --separate-stderr "$PONYWRITE" w/f < <(echo secret)
+	assert_status 1
+	assert_stderr "ponywrite: w/f: not writing to a file that nobody (65534) owns in the sticky directory w"
+	assert_untouched w/f
+	run --separate-stderr "$PONYWRITE" --check w/f </dev/null
+	assert_status 1
+	assert_stderr_has "not writing to a file that nobody (65534) owns"
+	run --separate-stderr "$PONYWRITE" g/f < <(echo z)
 	assert_status 0
-	assert_content w/f $'z\n'
+	assert_content g/f $'z\n'
 	assert_no_litter
+}
+
+# Issue 52: -b renamed the old file over daemon's own t~ in a sticky
+# directory, which root may do and the sticky bit forbids any other user.
+@test "-b in a sticky directory: another user's TARGET~ is not replaced, by root or by a user; --check says so (root)" {
+	require_nobody
+	mkdir -m 1777 s
+	echo old > s/t
+	chmod 0666 s/t
+	echo daemons > 's/t~'
+	chown daemon:daemon 's/t~'
+	snapshot s/t 's/t~'
+	why="ponywrite: s/t~: not replacing a file that daemon (1) owns in the sticky directory s"
+	run --separate-stderr "$PONYWRITE" -b s/t < <(echo new)
+	assert_status 1
+	assert_stderr "$why"
+	run --separate-stderr "$PONYWRITE" --check -b s/t </dev/null
+	assert_status 1
+	assert_stderr_has "$why"
+	printf 's/t\0new\0' >list
+	echo new > new
+	run --separate-stderr "$PONYWRITE" -b --batch=list
+	assert_status 1
+	assert_stderr_has "$why"
+	chown nobody:nogroup s/t
+	snapshot s/t
+	run --separate-stderr as_nobody "$PONYWRITE" -b s/t < <(echo new)
+	assert_status 1
+	assert_stderr "$why"
+	assert_untouched s/t 's/t~'
+	assert_no_litter
+	# The caller's own TARGET~, and a link there, are replaced.
+	chown nobody:nogroup 's/t~'
+	run --separate-stderr as_nobody "$PONYWRITE" -b s/t < <(echo new)
+	assert_status 0
+	assert_content 's/t~' $'old\n'
+	assert_content s/t $'new\n'
 }
