@@ -643,6 +643,7 @@ assert_no_plant()
 # group daemon.
 owners_home()
 {
+	require_nobody
 	mkdir home
 	echo old > home/prog
 	chown nobody:nogroup home

@@ -71,7 +71,7 @@ M("file-flush-status-0", "flush_renamed_files",
   [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "make_ready",
-  [("(!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||")],
+  [("(!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
@@ -136,13 +136,13 @@ M("nosync-ignored", "read_options", [("opt.sync = 0;", "opt.sync = 1;")],
   "--no-sync still flushes the directory", "nosync")
 
 # --- the temporary file: O_EXCL, O_NOFOLLOW, 0600, litter
-M("temp-not-excl", "create_temp", [("O_CREAT |\n\t\t    O_EXCL |", "O_CREAT |\n\t\t    ")],
+M("temp-not-excl", "try_temp_name", [("O_CREAT |\n\t    O_EXCL |", "O_CREAT |\n\t    ")],
   "the temporary file is not created exclusively", "open")
-M("temp-follows-links", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_CLOEXEC, 0600")],
+M("temp-follows-links", "try_temp_name", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_CLOEXEC, 0600")],
   "O_NOFOLLOW dropped from the temporary file's open", "open")
-M("temp-0644", "create_temp", [("O_CLOEXEC, 0600)", "O_CLOEXEC, 0644)")],
+M("temp-0644", "try_temp_name", [("O_CLOEXEC, 0600)", "O_CLOEXEC, 0644)")],
   "the temporary file is readable by others while written", "open")
-M("temp-not-cloexec", "create_temp", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLLOW, 0600")],
+M("temp-not-cloexec", "try_temp_name", [("O_NOFOLLOW | O_CLOEXEC, 0600", "O_NOFOLLOW, 0600")],
   "the command inherits the temporary file's descriptor", "open")
 # litter-temp is retired: the one-file form's temporary file is jobs[0]'s,
 # so its edit would be many-litter's.
@@ -162,8 +162,8 @@ M("mode-before-owner", "apply_metadata",
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
 M("xattrs-not-copied", "apply_metadata", [("if (f->regular && copy_xattrs(f, fd) < 0)", "if (0)")],
   "ACL and user.* attributes are not kept", "metadata")
-M("inherited-acl-kept", "copy_xattrs",
-  [("if (fremovexattr(to, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
+M("inherited-acl-kept", "drop_inherited_acl",
+  [("if (fremovexattr(fd, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
   "a directory's default ACL leaks onto a replaced file", "metadata")
 M("acl-mode-not-applied", "copy_xattr",
   [("acl_apply_mode((unsigned char *)val, len,\n\t\t\t    f->meta.mode);", ";")],
@@ -195,9 +195,27 @@ M("protected-symlinks-dirowner", "planted_in",
 M("protected-regular-off", "open_target", [("return check_protected_regular(f);", "return 0;")],
   "files planted in /tmp by others receive root's output", "links")
 M("protected-regular-level", "check_protected_regular",
-  [("if (level == '1' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
+  [("if (level != '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
     "if (level == '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)")],
   "protected_regular=2 is taken as 1", "links")
+# issue 52: where features meet
+M("protected-regular-sysctl-off", "check_protected_regular",
+  [("if (level != '2' &&", "if (level == '0')\n\t\treturn 0;\n\tif (level != '2' &&")],
+  "a file planted in a sticky world-writable directory is replaced when fs.protected_regular is 0", "links")
+M("backup-planted-replaced", "planted_backup", [("if ((r = planted(f, owner, S_IWOTH)) <= 0)", "if ((r = 0) <= 0)")],
+  "-b renames over another user's TARGET~ in a sticky world-writable directory", "links")
+M("privileged-temp-named", "needs_unnamed", [("return caps || (f->meta.mode & (S_ISUID | S_ISGID));", "return 0;")],
+  "a new set-ID or capability file another user could write is named while it is completed", "metadata")
+M("batch-list-not-walked", "jobs_from_list",
+  [("(fd = open_walked(opt.batch)) < 0", "(fd = open(opt.batch, O_RDONLY | O_CLOEXEC)) < 0")],
+  "--batch=LIST follows another user's link in a sticky directory", "links")
+M("check-input-not-walked", "check_input",
+  [("if ((fd = open_input(run, f, O_LOOK)) < 0)\n\t\treturn -1;", "if ((fd = open(f->source, O_PATH | O_CLOEXEC)) < 0)\n\t\treturn 0;")],
+  "--check does not walk a source: a planted link to /dev/null passes", "links")
+M("in-place-capabilities-dropped", "check_in_place", [("if (has_capabilities(f))", "if (0)")],
+  "--in-place exchanges a file with file capabilities, which the kernel then removes", "metadata")
+M("in-place-backup-owner", "keep_exchanged", [("if (can_give_owner(j))", "if (1)")],
+  "--in-place -b by a user on another user's file fails to keep the owner (exit 3)", "metadata")
 M("protected-symlinks-dirs-off", "followable_link",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
   "a directory link planted in /tmp by others is followed on the way", "links")
@@ -229,7 +247,7 @@ M("case-duplicates-unchecked", "check_case_duplicates",
 M("nolink-message-bare", "failed_link",
   [("\t\treturn failed_nolink(f);", "\t\t;")],
   "-b without hard links says only Operation not permitted", "backup")
-M("temp-name-255", "create_temp", [("long max = name_max(f);", "long max = NAME_MAX;")],
+M("temp-name-255", "name_temp", [("long max = name_max(f);", "long max = NAME_MAX;")],
   "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
 M("temp-name-cut-in-char", "hidden_name",
   [("while (keep > 0 && (whole[keep] & 0xc0) == 0x80)", "while (0)")],
