@@ -4254,6 +4254,19 @@ needs_link(const struct file *f)
 	return f->exists && (opt.backup || (f->flushes & FL_KEEP_OLD));
 }
 
+/*
+ * FL_KEEP_OLD's link cannot be made (errno says why: EIO, ENOSPC, EMLINK,
+ * EPERM from protected_hardlinks): without it a crash can lose the name on
+ * this file system, so nothing is replaced.
+ */
+static int
+failed_keep_old(const struct file *f)
+{
+	return failed(f->target, "cannot keep the old file linked until the"
+	    " directory is on disk, which this file system (no journal) needs"
+	    " so that a crash cannot lose the name: %s", strerror(errno));
+}
+
 static int
 link_backup(struct file *f)
 {
@@ -4269,15 +4282,11 @@ link_backup(struct file *f)
 	if (name_backup_link(f, max) < 0)
 		return -1;
 	/* ENOENT: another run replaced the target; back up what is there now. */
-	for (tries = 0; (opt.inplace ? link_fd(f, f->newfd, f->bakname) : linkat(f->dirfd, f->name,
-	    f->dirfd, f->bakname, 0)) < 0; tries++)
+	for (tries = 0; (opt.inplace ? link_fd(f, f->newfd, f->bakname) :
+	    linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0)) < 0; tries++)
 		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
-			/* FL_KEEP_OLD asks for what it can have: no hard links
-			 * (vfat), protected_hardlinks, LINK_MAX reached. */
-			if (!opt.backup)
-				return 0;
-			return failed_link(f);
+			return opt.backup ? failed_link(f) : failed_keep_old(f);
 		}
 	return 0;
 }

@@ -173,6 +173,44 @@ link_trace()
 	assert_content "$old" $'old\n'
 }
 
+# Issue 53: the link that keeps the old file on a file system without a
+# journal was made or given up silently; without it a crash can lose the
+# name there, so a link that cannot be made fails the run before the rename.
+@test "no journal: the old file's link cannot be made (EIO, ENOSPC, EDQUOT, EMLINK, EPERM): exit 1, nothing replaced, said why" {
+	require_cmd strace
+	mount_fs ext2 m -F
+	on_fs m
+	printf 'new t\n' > s/t
+	snapshot m/d/t m/d/a
+	for e in EIO ENOSPC EDQUOT EMLINK EPERM; do
+		run --separate-stderr strace -qq -o /dev/null \
+		    -e inject=linkat:error=$e "$PONYWRITE" -i s/a m/d/t
+		assert_status 1
+		assert_stderr_has "ponywrite: m/d/t: cannot keep the old file linked until the directory is on disk, which this file system (no journal) needs so that a crash cannot lose the name: "
+		assert_untouched m/d/t
+		assert_no_litter m/d
+		# a batch: the second target's link fails, nothing is replaced
+		run --separate-stderr strace -qq -o /dev/null \
+		    -e inject=linkat:error=$e:when=2 "$PONYWRITE" -t m/d s/t s/a
+		assert_status 1
+		assert_stderr_has "ponywrite: m/d/a: cannot keep the old file linked"
+		assert_untouched m/d/t m/d/a
+		assert_no_litter m/d
+	done
+	# protected_hardlinks, for real: nobody may replace root's file in its
+	# own directory, but not link it
+	require_nobody
+	[ "$(cat /proc/sys/fs/protected_hardlinks)" = 1 ] || skip "fs.protected_hardlinks is not 1"
+	chown nobody:nogroup m/d
+	chmod 0755 s
+	chmod 0644 s/a
+	run --separate-stderr as_nobody "$PONYWRITE" -o nobody:nogroup -i s/a m/d/t
+	assert_status 1
+	assert_stderr "ponywrite: m/d/t: cannot keep the old file linked until the directory is on disk, which this file system (no journal) needs so that a crash cannot lose the name: Operation not permitted"
+	assert_untouched m/d/t
+	assert_no_litter m/d
+}
+
 # A rename that fails half-way through a batch stops it there (exit 4); the
 # targets renamed before it are on disk only once the directory is flushed,
 # so their old files stay linked until then, as after a batch that ends well.

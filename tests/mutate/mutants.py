@@ -198,6 +198,9 @@ M("protected-regular-level", "check_protected_regular",
   [("if (level != '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
     "if (level == '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)")],
   "protected_regular=2 is taken as 1", "links")
+M("keep-old-link-swallowed", "link_backup",
+  [("return opt.backup ? failed_link(f) : failed_keep_old(f);", "return opt.backup ? failed_link(f) : 0;")],
+  "without a journal, a failed link of the old file is ignored and the rename goes on", "flush")
 # issue 52: where features meet
 M("protected-regular-sysctl-off", "check_protected_regular",
   [("if (level != '2' &&", "if (level == '0')\n\t\treturn 0;\n\tif (level != '2' &&")],
