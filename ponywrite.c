@@ -3920,16 +3920,67 @@ mount_of(int fd, char *type, size_t tn, char *opts, size_t on)
 	return found;
 }
 
+/* Is WORD one of the comma-separated options of OPTS? */
+static int
+has_option(const char *opts, const char *word)
+{
+	size_t n = strlen(word);
+	const char *p;
+
+	for (p = opts; (p = strstr(p, word)) != NULL; p += n)
+		if ((p == opts || p[-1] == ',') &&
+		    (p[n] == '\0' || p[n] == ','))
+			return 1;
+	return 0;
+}
+
+static int fs_plan(int, int);
+
 /*
- * The plan for the file system FD is on, from its type and super options.
- * Without a journal (ext2, or ext3/ext4 whose sysfs says "<none>") the
- * old file stays linked whatever the options: that is the safe sequence
- * and one link more, never less.
+ * overlayfs: its new files and names are in its upper directory (OPTS'
+ * upperdir=, octal escapes as mountinfo writes them), on a file system
+ * of its own.  Without a journal there, the old file stays linked (block
+ * level: without it a crash lost the target's name); where the upper
+ * directory cannot be reached (another mount namespace, a container) the
+ * same, as the safest; elsewhere the safe sequence.
  */
 static int
-fs_plan(int fd)
+overlay_plan(const char *opts, int depth)
 {
-	char type[64], opts[1024];
+	char path[PATH_MAX], *p = path;
+	const char *o = opts;
+	int fd, plan;
+
+	while ((o = strstr(o, "upperdir=")) != NULL && o != opts && o[-1] != ',')
+		o++;
+	if (o == NULL)
+		return PLAN_NOJOURNAL;
+	for (o += 9; *o != '\0' && *o != ',' && p < path + sizeof path - 1; p++)
+		if (o[0] == '\\' && o[1] >= '0' && o[1] <= '3' && o[2] >= '0' &&
+		    o[2] <= '7' && o[3] >= '0' && o[3] <= '7') {
+			*p = (o[1] - '0') << 6 | (o[2] - '0') << 3 | (o[3] - '0');
+			o += 4;
+		} else
+			*p = *o++;
+	*p = '\0';
+	if (depth > 4 || (fd = open(path, O_SEARCH_DIR | O_DIRECTORY |
+	    O_CLOEXEC)) < 0)
+		return PLAN_NOJOURNAL;
+	plan = fs_plan(fd, depth + 1);
+	close(fd);
+	return plan == PLAN_NOJOURNAL ? PLAN_NOJOURNAL : PLAN_SAFE;
+}
+
+/*
+ * The plan for the file system FD is on, from its type and super options
+ * (DEPTH: layers looked through).  Without a journal (ext2, or ext3/ext4
+ * whose sysfs says "<none>") the old file stays linked whatever the
+ * options: that is the safe sequence and one link more, never less.
+ */
+static int
+fs_plan(int fd, int depth)
+{
+	char type[64], opts[8192];
 	int journal = 1, no = 0;
 	size_t i;
 
@@ -3937,6 +3988,8 @@ fs_plan(int fd)
 		return PLAN_SAFE;
 	if (strncmp(type, "fuse", 4) == 0)
 		return PLAN_FUSE;
+	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
+		return overlay_plan(opts, depth);
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	if (strncmp(type, "ext", 3) == 0)
 		journal = ext4_journaled(fd);
@@ -4605,7 +4658,7 @@ resolve_job(struct run *run, struct file *j)
 		return -1;
 	j->dir = j - jobs;
 	if (j->makedirs) {	/* --check -p: not a directory to share */
-		j->plan = fs_plan(j->dirfd);
+		j->plan = fs_plan(j->dirfd, 0);
 		return 0;
 	}
 	/* One target has no directory to share (and needs no fstat). */
@@ -4618,7 +4671,7 @@ resolve_job(struct run *run, struct file *j)
 	if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
 		j->plan = j[-1].plan;	/* one file system, one plan */
 	else
-		j->plan = fs_plan(j->dirfd);
+		j->plan = fs_plan(j->dirfd, 0);
 	make_room(run);
 	add_open_dir(run, j);
 	return 0;
@@ -5465,20 +5518,6 @@ check_job(struct run *run, struct file *j)
 	    (opt.backup && j->exists && check_backup_name(j) < 0))
 		return -1;
 	return check_input(run, j);
-}
-
-/* Is WORD one of the comma-separated options of OPTS? */
-static int
-has_option(const char *opts, const char *word)
-{
-	size_t n = strlen(word);
-	const char *p;
-
-	for (p = opts; (p = strstr(p, word)) != NULL; p += n)
-		if ((p == opts || p[-1] == ',') &&
-		    (p[n] == '\0' || p[n] == ','))
-			return 1;
-	return 0;
 }
 
 /*

@@ -196,6 +196,19 @@ plan_of()
 	case $type in
 	fuse*) echo fuse; return ;;
 	ext2) echo nojournal; return ;;
+	overlay)
+		# the plan of the file system of its upper layer: without a
+		# journal, or where it cannot be reached, the old file linked
+		case ",$opts," in *,volatile,*) echo safe; return ;; esac
+		o=${opts#*upperdir=}
+		o=${o%%,*}
+		if [ "$o" = "$opts" ] || [ ! -d "$o" ] ||
+		    [ "$(plan_of "$o")" = nojournal ]; then
+			echo nojournal
+		else
+			echo safe
+		fi
+		return ;;
 	esac
 	if [ "$type" = ext3 ] || [ "$type" = ext4 ]; then
 		name=$(readlink "/sys/dev/block/$(stat -c %Hd:%Ld "$dir")")

@@ -129,6 +129,52 @@ link_trace()
 	done
 }
 
+# overlay_on FS DIR: an overlay on DIR whose upper layer is on the mounted FS
+# (its layers in FS/layers).
+overlay_on()
+{
+	mkdir -p "$1/layers/lower" "$1/layers/upper" "$1/layers/work" "$2"
+	mount -t overlay overlay -o "lowerdir=$1/layers/lower,upperdir=$1/layers/upper,workdir=$1/layers/work" "$2" ||
+	    skip "cannot mount overlayfs"
+	PW_MOUNTS+=("$(cd "$2" && pwd -P)")
+}
+
+# Issue 53: a container's writable layer on a disk without a journal got the
+# safe sequence without the link, and a crash could lose the target's name
+# (block level: tests/blockcrash, profiles ext2-overlay and
+# ext4-nojournal-overlay).
+@test "overlayfs: the plan of the file system that holds its upper layer; without a journal there, or where it cannot be reached, the old file stays linked" {
+	require_root
+	mount_fs ext2 e2 -F
+	overlay_on "$PWD/e2" o2
+	on_fs o2
+	[ "$(plan_of o2)" = nojournal ] || fail "plan_of o2: $(plan_of o2)"
+	link_trace -i s/a o2/d/t
+	assert_status 0
+	[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] || fail "over ext2, one file: '$LINKS'"
+	link_trace -t o2/d s/a s/b
+	assert_status 0
+	[ "$LINKS" = "flush flush link:a rename:a rename:b flush unlink flush" ] || fail "over ext2, -t: '$LINKS'"
+	assert_content o2/d/a $'new a\n'
+	assert_no_litter o2/d
+	# Over ext4 with a journal: the safe sequence, no link.
+	mount_fs ext4 e4 -F
+	overlay_on "$PWD/e4" o4
+	on_fs o4
+	[ "$(plan_of o4)" = safe ] || fail "plan_of o4: $(plan_of o4)"
+	link_trace -i s/a o4/d/t
+	assert_status 0
+	[ "$LINKS" = "flush rename:t flush" ] || fail "over ext4: '$LINKS'"
+	# The upper layer moved away (as seen from a container): the safest.
+	mv e4/layers e4/moved
+	[ "$(plan_of o4)" = nojournal ] || fail "plan_of o4, its upper layer moved: $(plan_of o4)"
+	link_trace -i s/b o4/d/t
+	assert_status 0
+	[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] || fail "over ext4, upper moved: '$LINKS'"
+	assert_content o4/d/t $'new b\n'
+	assert_no_litter o4/d
+}
+
 # The CI machine's root is such a file system (ext4, no journal, discard,
 # resv_strict, resuid=): outside the allow-list, it once got the safe
 # sequence without the link, and a power cut could lose the target.

@@ -201,6 +201,9 @@ M("protected-regular-level", "check_protected_regular",
 M("keep-old-link-swallowed", "link_backup",
   [("return opt.backup ? failed_link(f) : failed_keep_old(f);", "return opt.backup ? failed_link(f) : 0;")],
   "without a journal, a failed link of the old file is ignored and the rename goes on", "flush")
+M("overlay-upper-ignored", "fs_plan",
+  [("if (strcmp(type, \"overlay\") == 0 && !has_option(opts, \"volatile\"))\n\t\treturn overlay_plan(opts, depth);", "")],
+  "overlayfs over a file system without a journal gets the safe sequence without the old file's link", "flush")
 # issue 52: where features meet
 M("protected-regular-sysctl-off", "check_protected_regular",
   [("if (level != '2' &&", "if (level == '0')\n\t\treturn 0;\n\tif (level != '2' &&")],
@@ -409,7 +412,7 @@ M("many-ordered-not-waited", "plan_flushes",
   [("if (per || (plan & PLAN_ORDERED))", "if (per)")],
   "where the journal orders data, the new files are not waited for", "many")
 M("many-ordered-everywhere", "resolve_job",
-  [("j->plan = fs_plan(j->dirfd);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
+  [("j->plan = fs_plan(j->dirfd, 0);", "j->plan = PLAN_ORDERED | PLAN_SYNCFS;")],
   "every file system is taken for one whose journal orders data", "many")
 
 # --- checks before the first rename (tests/before-rename.bats)
