@@ -3938,23 +3938,25 @@ static int fs_plan(int, int);
 
 /*
  * overlayfs: its new files and names are in its upper directory (OPTS'
- * upperdir=, octal escapes as mountinfo writes them), on a file system
- * of its own.  Without a journal there, the old file stays linked (block
- * level: without it a crash lost the target's name); where the upper
- * directory cannot be reached (another mount namespace, a container) the
- * same, as the safest; elsewhere the safe sequence.
+ * upperdir=, as given to mount(2): mountinfo's octal escapes undone, then
+ * the backslashes overlayfs itself takes away), on a file system of its
+ * own.  Without a journal there, the old file stays linked (block level:
+ * without it a crash lost the target's name).  Where the upper directory
+ * cannot be found (a relative path, a path cut short, another mount
+ * namespace, as in a container) the plan cannot be known: the safe
+ * sequence, as for any overlay before.
  */
 static int
 overlay_plan(const char *opts, int depth)
 {
 	char path[PATH_MAX], *p = path;
 	const char *o = opts;
-	int fd, plan;
+	int fd, plan, cut;
 
 	while ((o = strstr(o, "upperdir=")) != NULL && o != opts && o[-1] != ',')
 		o++;
-	if (o == NULL)
-		return PLAN_NOJOURNAL;
+	if (o == NULL || o[9] != '/' || depth > 0)
+		return PLAN_SAFE;
 	for (o += 9; *o != '\0' && *o != ',' && p < path + sizeof path - 1; p++)
 		if (o[0] == '\\' && o[1] >= '0' && o[1] <= '3' && o[2] >= '0' &&
 		    o[2] <= '7' && o[3] >= '0' && o[3] <= '7') {
@@ -3963,9 +3965,16 @@ overlay_plan(const char *opts, int depth)
 		} else
 			*p = *o++;
 	*p = '\0';
-	if (depth > 4 || (fd = open(path, O_SEARCH_DIR | O_DIRECTORY |
+	cut = *o != '\0' && *o != ',';
+	for (p = path, o = path; *o != '\0'; o++)	/* ovl_unescape */
+		if (*o != '\\' || *++o != '\0')
+			*p++ = *o;
+		else
+			break;
+	*p = '\0';
+	if (cut || (fd = open(path, O_SEARCH_DIR | O_DIRECTORY |
 	    O_CLOEXEC)) < 0)
-		return PLAN_NOJOURNAL;
+		return PLAN_SAFE;
 	plan = fs_plan(fd, depth + 1);
 	close(fd);
 	return plan == PLAN_NOJOURNAL ? PLAN_NOJOURNAL : PLAN_SAFE;
@@ -3989,7 +3998,8 @@ fs_plan(int fd, int depth)
 	if (strncmp(type, "fuse", 4) == 0)
 		return PLAN_FUSE;
 	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
-		return overlay_plan(opts, depth);
+		return strlen(opts) < sizeof opts - 1 ?
+		    overlay_plan(opts, depth) : PLAN_SAFE;	/* or cut */
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	if (strncmp(type, "ext", 3) == 0)
 		journal = ext4_journaled(fd);
@@ -4339,6 +4349,8 @@ link_backup(struct file *f)
 	    linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0)) < 0; tries++)
 		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
+			if (!opt.backup && errno == ENOENT)
+				return 0;	/* no old file left to keep */
 			return opt.backup ? failed_link(f) : failed_keep_old(f);
 		}
 	return 0;

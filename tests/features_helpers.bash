@@ -198,11 +198,11 @@ plan_of()
 	ext2) echo nojournal; return ;;
 	overlay)
 		# the plan of the file system of its upper layer: without a
-		# journal, or where it cannot be reached, the old file linked
+		# journal, the old file linked; where it cannot be found, safe
 		case ",$opts," in *,volatile,*) echo safe; return ;; esac
 		o=${opts#*upperdir=}
 		o=${o%%,*}
-		if [ "$o" = "$opts" ] || [ ! -d "$o" ] ||
+		if [ "$o" != "$opts" ] && [ -d "$o" ] &&
 		    [ "$(plan_of "$o")" = nojournal ]; then
 			echo nojournal
 		else
