@@ -318,13 +318,14 @@ pairs()
 # only one syncfs is proven (btrfs: plan_of filelog, a batch's syncfs), SAFE elsewhere (each new file flushed;
 # SAFE defaults to SYNCFS with its "start*N syncfs" as "start*N fsync-temp*N":
 # a batch starts each new file's write-back, and flushes it a few files
-# later), NOJOURNAL without a journal (default SAFE).
+# later), NOJOURNAL without a journal (default SYNCFS: a batch's one syncfs;
+# where old files are replaced, their hidden links' removal flushed too).
 expect_plan()
 {
 	local want
 	case $(plan_of "$1") in
 	ordered) want=$2 ;;
-	filelog) want=$3 ;;
+	filelog | nojournal) want=$3 ;;
 	*) want=${4-$(sed -E 's/start(\*[0-9]+)? syncfs/start\1 fsync-temp\1/' <<<"$3")} ;;
 	esac
 	[ "$(plan_of "$1")" != nojournal ] || want=${5-$want}
@@ -341,12 +342,12 @@ expect_plan()
 	expect_plan d "start*3 wait*3 rename*3 fsync:d" \
 	    "start*3 syncfs rename*3 fsync:d" \
 	    "start*3 fsync-temp*3 rename*3 fsync:d" \
-	    "start*3 fsync-temp*3 rename*3 fsync:d*2"
+	    "start*3 syncfs fsync:d rename*3 fsync:d*2"
 	plan --no-sync --batch=<(pairs d/b s/a d/a s/b)
 	assert_status 0
 	expect_plan d "start*2 wait*2 rename*2" "start*2 syncfs rename*2" \
 	    "start*2 fsync-temp*2 rename*2" \
-	    "start*2 fsync-temp*2 rename*2 fsync:d*2"
+	    "start*2 syncfs fsync:d rename*2 fsync:d*2"
 	assert_content d/b $'new a\n'
 }
 
@@ -357,7 +358,8 @@ expect_plan()
 	assert_status 0
 	expect_plan one "start*3 wait*3 rename*3 syncfs" \
 	    "start*3 syncfs rename*3 syncfs" \
-	    "start*3 fsync-temp*3 rename*3 fsync:one fsync:two"
+	    "start*3 fsync-temp*3 rename*3 fsync:one fsync:two" \
+	    "start*3 syncfs fsync:one rename*3 syncfs fsync:one"
 	assert_content two/b $'x\n'
 }
 
@@ -369,12 +371,12 @@ expect_plan()
 	expect_plan d "start wait syncfs rename fsync:d" \
 	    "start syncfs rename fsync:d" \
 	    "start fsync:d/b fsync-temp rename fsync:d" \
-	    "start fsync:d/b fsync-temp rename fsync:d*2"
+	    "start syncfs fsync:d rename fsync:d*2"
 	plan -C --no-sync -t d s/b
 	expect_plan d "" ""
 }
 
-@test "flush plan without a journal (ext4 -O ^has_journal): each new file flushed, no syncfs" {
+@test "flush plan without a journal (ext4 -O ^has_journal): one file flushed, a batch's by one syncfs" {
 	mount_fs ext4 m -F -O ^has_journal
 	mkdir -p m/d m/e s
 	echo x > s/x
@@ -383,7 +385,7 @@ expect_plan()
 	# m/d/x exists now: without a journal its directory is flushed before
 	# the old file's hidden link goes, --no-sync or not; m/e/x is new.
 	plan --no-sync --batch=<(pairs m/d/x s/x m/e/x s/x)
-	[ "$PLAN" = "start*2 fsync-temp*2 rename*2 fsync:m/d*2" ] ||
+	[ "$PLAN" = "start*2 syncfs fsync:m/d rename*2 fsync:m/d*2" ] ||
 	    fail "--no-sync plan: $PLAN"
 	assert_content m/e/x $'x\n'
 }
@@ -419,6 +421,21 @@ expect_plan()
 	[ "$small" -eq "$large" ] && [ "$large" -le 2 ] ||
 	    fail "flushes: $small for 2 files, $large for 40"
 	[ "$(ls d | wc -l)" -eq 40 ] || fail "not every file replaced"
+	# without a journal too (issue 53): one syncfs and a directory's fsync
+	# before the renames, the directory after them and after the old files'
+	# links go (40 old files)
+	cd ..
+	mount_fs ext4 n -F -O ^has_journal
+	cp -r m/d m/s n/
+	trace_syncs -t n/d n/s/f1 n/s/f2
+	small=$(count_in_trace '^(fsync|fdatasync|syncfs)\(')
+	trace_syncs -t n/d n/s/f*
+	assert_status 0
+	large=$(count_in_trace '^(fsync|fdatasync|syncfs)\(')
+	[ "$small" -eq 4 ] && [ "$large" -eq 4 ] ||
+	    fail "without a journal: $small for 2 files, $large for 40 ($TRACE)"
+	assert_content n/d/f40 $'40\n'
+	assert_no_litter n/d
 }
 
 # in_flight: from TRACE (trace_syncs), the most new files whose write-back
@@ -439,11 +456,10 @@ in_flight()
 
 @test "a batch flushes its new files in a pipeline: many on their way to the disk at once, at most 32, all before the first rename" {
 	local fs opts
-	for fs in ext4 ext4-nojournal; do
-		opts=-F
-		[ "$fs" = ext4-nojournal ] && opts="-F -O ^has_journal"
-		# shellcheck disable=SC2086 # options, split
-		mount_fs ext4 "m$fs" $opts
+	for fs in ext4 ext4-nobarrier; do
+		opts=
+		[ "$fs" = ext4-nobarrier ] && opts=nobarrier
+		MOUNT_OPTS=$opts mount_fs ext4 "m$fs" -F
 		mkdir -p "m$fs/d" s
 		local i
 		for i in $(seq 1 100); do echo "$i" > "s/f$i"; done
@@ -457,15 +473,15 @@ in_flight()
 
 # The pipeline's two halves, each failing for the second of two files: the
 # start of its write-back (sync_file_range 2), the wait for it (the fourth:
-# ext4 with a journal) or its fsync (the second: without a journal).
+# ext4 with a journal) or its fsync (the second: where each new file is
+# flushed, as with an option the allow-list does not name).
 @test "a batch's pipeline: a failed start of a write-back, wait or fsync: exit 1, nothing replaced, no temporary file" {
 	require_cmd strace
 	local fs opts inject
-	for fs in ext4 ext4-nojournal; do
-		opts=-F
-		[ "$fs" = ext4-nojournal ] && opts="-F -O ^has_journal"
-		# shellcheck disable=SC2086 # options, split
-		mount_fs ext4 "m$fs" $opts
+	for fs in ext4 ext4-nobarrier; do
+		opts=
+		[ "$fs" = ext4-nobarrier ] && opts=nobarrier
+		MOUNT_OPTS=$opts mount_fs ext4 "m$fs" -F
 		mkdir -p "m$fs/d" s
 		echo 'old a' > "m$fs/d/a"
 		echo 'old b' > "m$fs/d/b"
@@ -490,7 +506,7 @@ ponywrite: nothing replaced: 1 of 2 targets failed"
 	require_cmd strace
 	three
 	snapshot d/a d/b
-	if [ "$(plan_of d)" != filelog ]; then
+	if [ "$(plan_of d)" != filelog ] && [ "$(plan_of d)" != nojournal ]; then
 		local call=sync_file_range
 		[ "$(plan_of d)" = ordered ] || call=fsync
 		run --separate-stderr strace -f -qq -o "$BATS_TEST_TMPDIR/inj" \
@@ -570,7 +586,8 @@ ponywrite: nothing replaced"
 	require_cmd strace
 	three
 	local when=1	# the directory's is the first fsync, but where each file is
-	case $(plan_of d) in safe|nojournal) when=3 ;; esac
+	# flushed (safe) or syncfs is followed by a directory's (nojournal)
+	case $(plan_of d) in safe) when=3 ;; nojournal) when=2 ;; esac
 	run --separate-stderr strace -f -qq -o /dev/null \
 	    -e inject=fsync:error=EIO:when=$when "$PONYWRITE" -t d s/a s/b
 	assert_status 3
@@ -591,7 +608,7 @@ ponywrite: nothing replaced"
 	three
 	snapshot d/a d/b d/c
 	local call=sync_file_range
-	case $(plan_of d) in safe|nojournal) call=fsync ;; esac
+	[ "$(plan_of d)" != safe ] || call=fsync
 	run --separate-stderr strace -f -qq -o /dev/null \
 	    -e inject=$call:signal=SIGTERM:when=2 \
 	    "$PONYWRITE" -t d s/a s/b s/c
@@ -638,7 +655,8 @@ ponywrite: nothing replaced"
 	# m is ext4 with a journal: its file is waited for, no syncfs there.
 	expect_plan d "start*3 wait*3 rename*3 fsync:d fsync:m" \
 	    "start*3 wait syncfs rename*3 fsync:d fsync:m" \
-	    "start*3 fsync-temp wait fsync-temp rename*3 fsync:d fsync:m"
+	    "start*3 fsync-temp wait fsync-temp rename*3 fsync:d fsync:m" \
+	    "start*3 wait syncfs fsync:d rename*3 fsync:d fsync:m"
 	assert_content m/b $'x\n'
 	assert_content d/c $'x\n'
 }

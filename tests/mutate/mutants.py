@@ -237,10 +237,15 @@ M("input-kernel-follows", "keep_source_dir",
 M("nolink-found-late", "check_replaceable",
   [("return max < 0 ? -1 : probe_link(f, max);", "return max < 0 ? -1 : 0;")],
   "-b without hard links is found only after the command ran", "backup")
-M("keep-old-off", "plan_flushes", [("if (plan == PLAN_NOJOURNAL && f->exists && !opt.backup)", "if (0)")],
+M("keep-old-off", "plan_flushes", [("if (nojournal && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
-M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || (plan == PLAN_NOJOURNAL && f->exists);", "int flush = opt.sync;")],
+M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || nojournal;", "int flush = opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
+M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;", "return PLAN_NOJOURNAL;")],
+  "a batch without a journal flushes each new file: flushes grow with the files", "flush")
+M("nojournal-syncfs-unflushed", "flush_fs_of",
+  [("return (j->plan & PLAN_NOJOURNAL) ? flush_fd(j->dirfd) : 0;", "return 0;")],
+  "without a journal, what syncfs writes after its own flush is renamed over unflushed", "flush")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
   "-C with unchanged content fails on a read-only mount", "ifchanged")
@@ -364,21 +369,21 @@ M("lock-file-umask", "open_lock_file", [("mask = umask(0);", "mask = umask(0), u
   "the lock file is created under the caller's umask: others cannot wait on it", "lock")
 
 # --- many files (-t, --batch): the order of flushes and renames, failures
-M("many-no-syncfs", "flush_new_files", [("flush_fs(jobs[i].dirfd) < 0", "0")],
+M("many-no-syncfs", "flush_new_files", [("flush_fs_of(&jobs[i]) < 0", "0")],
   "the new files are not flushed before the renames", "many")
 M("many-syncfs-error-ignored", "flush_new_files",
-  [("flush_fs(jobs[i].dirfd) < 0", "flush_fs(jobs[i].dirfd) < -1")],
+  [("flush_fs_of(&jobs[i]) < 0", "flush_fs_of(&jobs[i]) < -1")],
   "a failed syncfs is ignored and the targets are renamed", "many")
 M("many-syncfs-after-renames", "commit_all",
   [("\tif (!run->perfile && flush_new_files(run) < 0)\n\t\treturn opt.failstatus;\n", ""),
    ("\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=",
     "\tif (!run->perfile && flush_new_files(run) < 0)\n\t\treturn opt.failstatus;\n\tfor (i = 0; i < njobs; i++) {\n\t\tdone +=")],
   "the files are flushed after the renames, not before", "many")
-M("many-no-dir-flush", "flush_dirs",
-  [("r = whole ? flush_fs(jobs[i].dirfd) :\n\t\t\t    flush_fd(jobs[i].dirfd);", "r = 0;")],
+M("many-no-dir-flush", "flush_marked_dirs",
+  [("r = whole ? flush_fs_of(&jobs[i]) :\n\t\t\t    flush_fd(jobs[i].dirfd);", "r = 0;")],
   "nothing is flushed after the renames", "many")
-M("many-dir-flush-status-0", "flush_dirs",
-  [("\t\t\tstatus = failed_dir_flush(", "\t\t\tfailed_dir_flush(")],
+M("many-dir-flush-status-0", "flush_marked_dirs",
+  [("\t\t\tstatus = onfail(", "\t\t\tonfail(")],
   "a failed flush after the renames exits 0 instead of 3", "many")
 M("many-failure-renames-others", "prepare_all", [("if (nfailed > 0) {", "if (0) {")],
   "a target that failed does not stop the others from being renamed", "many")
