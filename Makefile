@@ -121,10 +121,11 @@ blockcrash-nosync: ponywrite tests/blockcrash/recorder
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 
 # Device flushes of the many-files forms for N = 1, 3, 10, 100, 1000 files,
-# 100 in 10 directories and 1000 in 50, on ext4, XFS and btrfs.
+# 100 in 10 directories and 1000 in 50, on ext4, XFS, btrfs, ext2 and ext4
+# without a journal.
 blockcrash-flushes: ponywrite tests/blockcrash/recorder
 	mkdir -p docs
-	BLOCKCRASH_FLUSHCOUNT=1 BLOCKCRASH_PROFILES="ext4 xfs btrfs" \
+	BLOCKCRASH_FLUSHCOUNT=1 BLOCKCRASH_PROFILES="ext4 xfs btrfs ext2 ext4-nojournal" \
 	    BLOCKCRASH_TABLE_OUT=docs/batch-flushes.md PONYWRITE="$$(pwd)/ponywrite" \
 	    BLOCKCRASH_RECORDER="$$(pwd)/tests/blockcrash/recorder" tests/blockcrash/run
 

@@ -1857,6 +1857,22 @@ check_protected_link(const struct file *f, const struct oldstat *link)
 	return r;
 }
 
+/* The first character of /proc/sys/fs/NAME, or DFLT where it cannot be read. */
+static char
+fs_sysctl(const char *name, char dflt)
+{
+	char path[64], c = dflt;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/sys/fs/%s", name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return dflt;
+	if (xread(fd, &c, 1) != 1)
+		c = dflt;
+	close(fd);
+	return c;
+}
+
 /*
  * fs.protected_regular: 1 guards sticky world-writable directories, 2 also
  * group-writable ones.  Where the setting cannot be read, assume 2; world-
@@ -1865,18 +1881,12 @@ check_protected_link(const struct file *f, const struct oldstat *link)
 static int
 check_protected_regular(const struct file *f)
 {
-	char level = '2';
-	int fd, r;
+	int r;
 
 	if ((r = planted(f, f->st.st_uid, S_IWOTH | S_IWGRP)) <= 0)
 		return r;
-	if ((fd = open("/proc/sys/fs/protected_regular", O_RDONLY |
-	    O_CLOEXEC)) >= 0) {
-		if (xread(fd, &level, 1) != 1)
-			level = '2';
-		close(fd);
-	}
-	if (level != '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)
+	if (fs_sysctl("protected_regular", '2') != '2' &&
+	    (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)
 		return r;
 	return failed_planted_name(f, "writing to a file", f->st.st_uid);
 }
@@ -4338,6 +4348,43 @@ failed_keep_old(const struct file *f)
 	    " so that a crash cannot lose the name: %s", strerror(errno));
 }
 
+/*
+ * Would FL_KEEP_OLD's link of F's old file be refused?  Found before the
+ * input is read, and by --check, where the kernel's rules tell: LINK_MAX
+ * reached (EMLINK), or fs.protected_hardlinks (EPERM) as may_linkat
+ * decides for a caller without CAP_FOWNER (taken to be any but root): its
+ * own file, or a regular one it may read and write that is neither
+ * set-user-ID nor executable set-group-ID.  An I/O error or a full disk
+ * only the link itself tells; with -C, only a change needs the link.
+ */
+static int
+check_keep_old(const struct file *f)
+{
+	struct stat st;
+	long max;
+
+	if (!(f->flushes & FL_KEEP_OLD) || !f->exists || opt.backup ||
+	    fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;	/* gone: nothing to keep */
+	errno = 0;
+	if ((max = fpathconf(f->dirfd, _PC_LINK_MAX)) > 0 &&
+	    st.st_nlink >= (nlink_t)max)
+		errno = EMLINK;
+	else if (geteuid() != 0 && st.st_uid != geteuid() &&
+	    fs_sysctl("protected_hardlinks", '1') != '0' &&
+	    (!S_ISREG(st.st_mode) || (st.st_mode & S_ISUID) ||
+	    (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||
+	    faccessat(f->dirfd, f->name, R_OK | W_OK,
+	    AT_EACCESS | AT_SYMLINK_NOFOLLOW) < 0))
+		errno = EPERM;
+	if (errno != 0 && opt.ifchanged) {	/* -C may not need it */
+		warnx(f->target, "a run fails unless nothing changes (-C):"
+		    " cannot keep the old file linked: %s", strerror(errno));
+		return 0;
+	}
+	return errno == 0 ? 0 : failed_keep_old(f);
+}
+
 static int
 link_backup(struct file *f)
 {
@@ -4956,6 +5003,7 @@ prepare_job(struct run *run, struct file *j)
 	    opt.sync ? FL_OLD : 0;
 	if ((opt.inplace ? create_exchange_temp(j) :
 	    create_temp(j, &j->newfd)) < 0 ||
+	    (!opt.ifchanged && check_keep_old(j) < 0) ||
 	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(run, j, j->newfd, size)) < 0)
 		return -1;
@@ -5569,6 +5617,7 @@ check_job(struct run *run, struct file *j)
 		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
+	    check_keep_old(j) < 0 ||
 	    check_owner(j) < 0 ||
 	    (opt.backup && j->exists && check_backup_name(j) < 0))
 		return -1;

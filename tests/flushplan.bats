@@ -278,6 +278,77 @@ overlay_on()
 	assert_no_litter m/d
 }
 
+# What the kernel's rules tell of that link (LINK_MAX, protected_hardlinks)
+# is found before a command runs or the input is read, and --check says it
+# with the run's message and status.
+@test "no journal: a kept link the kernel would refuse (LINK_MAX, protected_hardlinks) is found before the command runs, and by --check" {
+	require_cmd python3
+	mount_fs ext2 m -F
+	on_fs m
+	mkdir m/links
+	python3 -c 'import os, sys
+for i in range(int(sys.argv[3])): os.link(sys.argv[1], "%s/l%d" % (sys.argv[2], i))' \
+	    m/d/t m/links "$(($(getconf LINK_MAX m/d) - 1))"
+	snapshot m/d/t
+	local msg="ponywrite: m/d/t: cannot keep the old file linked until the directory is on disk, which this file system (no journal) needs so that a crash cannot lose the name: Too many links"
+	run --separate-stderr "$PONYWRITE" --check -i s/a m/d/t
+	assert_status 1
+	assert_stderr "$msg"
+	run --separate-stderr "$PONYWRITE" m/d/t sh -c 'touch ran; echo new'
+	assert_status 125
+	assert_stderr "$msg; target not replaced"
+	[ ! -e ran ] || fail "the command ran"
+	run --separate-stderr "$PONYWRITE" -t m/d s/a s/t < /dev/null
+	assert_status 1
+	assert_stderr_has "$msg"
+	# -C: only a change needs the link
+	run --separate-stderr "$PONYWRITE" -C m/d/t < <(echo old)
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --check -C -i s/a m/d/t
+	assert_status 0
+	assert_stderr "ponywrite: m/d/t: a run fails unless nothing changes (-C): cannot keep the old file linked: Too many links"
+	run --separate-stderr "$PONYWRITE" -C -i s/a m/d/t
+	assert_status 1
+	assert_stderr "$msg"
+	assert_untouched m/d/t
+	assert_no_litter m/d
+	rm -r m/links
+	# protected_hardlinks: nobody may replace root's file in its own
+	# directory, but not link it: a file nobody cannot write, nor one that
+	# is set-user-ID or executable set-group-ID (as the kernel refuses: ln)
+	require_nobody
+	[ "$(cat /proc/sys/fs/protected_hardlinks)" = 1 ] || skip "fs.protected_hardlinks is not 1"
+	chown nobody:nogroup m/d
+	chmod 0755 s . m
+	chmod 0644 s/a
+	msg="ponywrite: m/d/t: cannot keep the old file linked until the directory is on disk, which this file system (no journal) needs so that a crash cannot lose the name: Operation not permitted"
+	local mode
+	for mode in 0644 2777 4777; do
+		chmod "$mode" m/d/t
+		! as_nobody ln m/d/t m/d/probe 2>/dev/null || fail "mode $mode: the kernel links it"
+		snapshot m/d/t
+		run --separate-stderr as_nobody "$PONYWRITE" --check -o nobody:nogroup -i s/a m/d/t
+		assert_status 1
+		assert_stderr "$msg"
+		run --separate-stderr as_nobody "$PONYWRITE" -o nobody:nogroup m/d/t sh -c 'touch m/d/ran; echo new'
+		assert_status 125
+		assert_stderr "$msg; target not replaced"
+		[ ! -e m/d/ran ] || fail "mode $mode: the command ran"
+		assert_untouched m/d/t
+		assert_no_litter m/d
+	done
+	# root's file that nobody may read and write: linked
+	chmod 0666 m/d/t
+	as_nobody ln m/d/t m/d/probe || fail "the kernel refuses the link"
+	rm m/d/probe
+	run --separate-stderr as_nobody "$PONYWRITE" --check -o nobody:nogroup -i s/a m/d/t
+	assert_status 0
+	run --separate-stderr as_nobody "$PONYWRITE" -o nobody:nogroup -i s/a m/d/t
+	assert_status 0
+	assert_content m/d/t $'new a\n'
+	assert_no_litter m/d
+}
+
 # A rename that fails half-way through a batch stops it there (exit 4); the
 # targets renamed before it are on disk only once the directory is flushed,
 # so their old files stay linked until then, as after a batch that ends well.

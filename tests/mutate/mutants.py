@@ -195,8 +195,8 @@ M("protected-symlinks-dirowner", "planted_in",
 M("protected-regular-off", "open_target", [("return check_protected_regular(f);", "return 0;")],
   "files planted in /tmp by others receive root's output", "links")
 M("protected-regular-level", "check_protected_regular",
-  [("if (level != '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)",
-    "if (level == '2' && (r = planted(f, f->st.st_uid, S_IWOTH)) <= 0)")],
+  [("if (fs_sysctl(\"protected_regular\", '2') != '2' &&",
+    "if (fs_sysctl(\"protected_regular\", '2') == '2' &&")],
   "protected_regular=2 is taken as 1", "links")
 M("keep-old-link-swallowed", "link_backup",
   [("return opt.backup ? failed_link(f) : failed_keep_old(f);", "return opt.backup ? failed_link(f) : 0;")],
@@ -206,7 +206,8 @@ M("overlay-upper-ignored", "fs_plan",
   "overlayfs over a file system without a journal gets the safe sequence without the old file's link", "flush")
 # issue 52: where features meet
 M("protected-regular-sysctl-off", "check_protected_regular",
-  [("if (level != '2' &&", "if (level == '0')\n\t\treturn 0;\n\tif (level != '2' &&")],
+  [("\tif (fs_sysctl(\"protected_regular\", '2') != '2' &&",
+    "\tif (fs_sysctl(\"protected_regular\", '2') == '0')\n\t\treturn 0;\n\tif (fs_sysctl(\"protected_regular\", '2') != '2' &&")],
   "a file planted in a sticky world-writable directory is replaced when fs.protected_regular is 0", "links")
 M("backup-planted-replaced", "planted_backup", [("if ((r = planted(f, owner, S_IWOTH)) <= 0)", "if ((r = 0) <= 0)")],
   "-b renames over another user's TARGET~ in a sticky world-writable directory", "links")
@@ -241,6 +242,13 @@ M("keep-old-off", "plan_flushes", [("if (nojournal && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
 M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || nojournal;", "int flush = opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
+M("keep-old-found-late", "prepare_job", [("(!opt.ifchanged && check_keep_old(j) < 0) ||", "")],
+  "a kept link the kernel refuses is found only after the command ran", "flush")
+M("keep-old-check-silent", "check_job", [("check_keep_old(j) < 0 ||", "")],
+  "--check says replace where the kept link will be refused", "flush")
+M("keep-old-setgid-linked", "check_keep_old",
+  [("(st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||", "")],
+  "an executable set-group-ID file is taken to be linkable under protected_hardlinks", "flush")
 M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;", "return PLAN_NOJOURNAL;")],
   "a batch without a journal flushes each new file: flushes grow with the files", "flush")
 M("nojournal-syncfs-unflushed", "flush_fs_of",
