@@ -293,6 +293,8 @@ struct run {
 					   renamed, or an exchange not
 					   flushed: late */
 	mode_t	 umask;			/* the process's, for new files */
+	int	 linkrules;		/* fs.protected_hardlinks binds the
+					   caller: check_keep_old */
 	struct srcdir src;		/* the directory of the last source */
 };
 
@@ -4349,40 +4351,63 @@ failed_keep_old(const struct file *f)
 }
 
 /*
- * Would FL_KEEP_OLD's link of F's old file be refused?  Found before the
- * input is read, and by --check, where the kernel's rules tell: LINK_MAX
- * reached (EMLINK), or fs.protected_hardlinks (EPERM) as may_linkat
- * decides for a caller without CAP_FOWNER (taken to be any but root): its
- * own file, or a regular one it may read and write that is neither
- * set-user-ID nor executable set-group-ID.  An I/O error or a full disk
- * only the link itself tells; with -C, only a change needs the link.
+ * Does the caller have CAP_FOWNER (bit 3 of /proc/self/status' CapEff)?
+ * Where that cannot be read, root is taken to have it.
  */
 static int
-check_keep_old(const struct file *f)
+has_fowner(void)
+{
+	unsigned long long caps;
+	char *line = NULL;
+	size_t cap = 0;
+	int r = geteuid() == 0;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/self/status", "re")) == NULL)
+		return r;
+	while (getline(&line, &cap, fp) > 0)
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			r = (caps >> 3) & 1;
+			break;
+		}
+	free(line);
+	fclose(fp);
+	return r;
+}
+
+/*
+ * Would FL_KEEP_OLD's link of F's old file be refused?  Found before the
+ * input is read, and by --check, where fs.protected_hardlinks refuses it
+ * (EPERM), as the kernel's may_linkat decides for a caller without
+ * CAP_FOWNER: its own file, or a regular one it may read and write that
+ * is neither set-user-ID nor executable set-group-ID.  LINK_MAX (EMLINK;
+ * fpathconf only guesses it, and a batch may link one file twice), an
+ * I/O error or a full disk only the link itself tells; with -C, only a
+ * change needs the link.
+ */
+static int
+check_keep_old(const struct run *run, const struct file *f)
 {
 	struct stat st;
-	long max;
+	mode_t m;
 
 	if (!(f->flushes & FL_KEEP_OLD) || !f->exists || opt.backup ||
+	    !run->linkrules ||
 	    fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;	/* gone: nothing to keep */
-	errno = 0;
-	if ((max = fpathconf(f->dirfd, _PC_LINK_MAX)) > 0 &&
-	    st.st_nlink >= (nlink_t)max)
-		errno = EMLINK;
-	else if (geteuid() != 0 && st.st_uid != geteuid() &&
-	    fs_sysctl("protected_hardlinks", '1') != '0' &&
-	    (!S_ISREG(st.st_mode) || (st.st_mode & S_ISUID) ||
-	    (st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||
+	m = st.st_mode;
+	if (st.st_uid == geteuid() || (S_ISREG(m) && !(m & S_ISUID) &&
+	    (m & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&
 	    faccessat(f->dirfd, f->name, R_OK | W_OK,
-	    AT_EACCESS | AT_SYMLINK_NOFOLLOW) < 0))
-		errno = EPERM;
-	if (errno != 0 && opt.ifchanged) {	/* -C may not need it */
+	    AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0))
+		return 0;
+	errno = EPERM;
+	if (opt.ifchanged) {	/* -C may not need it */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " cannot keep the old file linked: %s", strerror(errno));
 		return 0;
 	}
-	return errno == 0 ? 0 : failed_keep_old(f);
+	return failed_keep_old(f);
 }
 
 static int
@@ -5003,7 +5028,7 @@ prepare_job(struct run *run, struct file *j)
 	    opt.sync ? FL_OLD : 0;
 	if ((opt.inplace ? create_exchange_temp(j) :
 	    create_temp(j, &j->newfd)) < 0 ||
-	    (!opt.ifchanged && check_keep_old(j) < 0) ||
+	    (!opt.ifchanged && check_keep_old(run, j) < 0) ||
 	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(run, j, j->newfd, size)) < 0)
 		return -1;
@@ -5617,7 +5642,7 @@ check_job(struct run *run, struct file *j)
 		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
-	    check_keep_old(j) < 0 ||
+	    check_keep_old(run, j) < 0 ||
 	    check_owner(j) < 0 ||
 	    (opt.backup && j->exists && check_backup_name(j) < 0))
 		return -1;
@@ -5768,6 +5793,8 @@ replace_all(void)
 	umask(run.umask = umask(0));
 	run.single = opt.target != NULL;
 	run.late = opt.command != NULL ? 125 : 3;
+	run.linkrules = fs_sysctl("protected_hardlinks", '1') != '0' &&
+	    !has_fowner();
 	if (run.single) {
 		jobs = xcalloc(1, sizeof *jobs);
 		add_job(opt.target, opt.input != NULL ? opt.input : "-");

@@ -242,13 +242,15 @@ M("keep-old-off", "plan_flushes", [("if (nojournal && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
 M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || nojournal;", "int flush = opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
-M("keep-old-found-late", "prepare_job", [("(!opt.ifchanged && check_keep_old(j) < 0) ||", "")],
+M("keep-old-found-late", "prepare_job", [("(!opt.ifchanged && check_keep_old(run, j) < 0) ||", "")],
   "a kept link the kernel refuses is found only after the command ran", "flush")
-M("keep-old-check-silent", "check_job", [("check_keep_old(j) < 0 ||", "")],
+M("keep-old-check-silent", "check_job", [("check_keep_old(run, j) < 0 ||", "")],
   "--check says replace where the kept link will be refused", "flush")
 M("keep-old-setgid-linked", "check_keep_old",
-  [("(st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) ||", "")],
+  [("(m & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&", "")],
   "an executable set-group-ID file is taken to be linkable under protected_hardlinks", "flush")
+M("keep-old-uid-not-capability", "replace_all", [("!has_fowner();", "geteuid() != 0;")],
+  "root without CAP_FOWNER is taken to be able to link another user's set-user-ID file", "flush")
 M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;", "return PLAN_NOJOURNAL;")],
   "a batch without a journal flushes each new file: flushes grow with the files", "flush")
 M("nojournal-syncfs-unflushed", "flush_fs_of",
