@@ -133,8 +133,10 @@ function allowed(name, err, c, phase, desc,    flushish, tempfd) {
 	    (name == "fremovexattr" && err ~ /^(ENODATA|EOPNOTSUPP)$/))
 		return "ok"
 	# fs.protected_regular that cannot be read is taken as 2, which
-	# changes nothing outside sticky directories.
-	if (desc ~ /\/proc\/sys\/fs\/protected_regular/)
+	# changes nothing outside sticky directories; fs.protected_hardlinks
+	# as 1, and a caller's capabilities (/proc/self/status) as root's:
+	# they only foresee a kept link's refusal, which the link then tells.
+	if (desc ~ /\/proc\/sys\/fs\/protected_(regular|hardlinks)|\/proc\/(self|[0-9]+)\/status/)
 		return "ok"
 	# A mount whose options cannot be read gets the safe flush plan; a
 	# backup name whose flags cannot be read is not refused for them (a
