@@ -226,8 +226,8 @@ struct file {
 	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
 					   what its flush after the renames
 					   makes durable */
-	unsigned plan : 5;		/* its file system's flush plan */
-	unsigned flushes : 11;		/* FL_*: plan_flushes */
+	unsigned plan : 6;		/* its file system's flush plan */
+	unsigned flushes : 12;		/* FL_*: plan_flushes */
 	unsigned state : 3;		/* enum state */
 	unsigned status : 8;		/* the exit status if it fails:
 					   opt.failstatus, or the command's */
@@ -3769,7 +3769,17 @@ apply_metadata(const struct file *f, int fd)
  *			profiles ext2 and ext4-nojournal, batch scenarios).
  *	PLAN_FUSE	no row: a FUSE server may not pass syncfs or a
  *			directory's fsync on, but does a file's; the renamed
- *			file is flushed after its rename too.
+ *			file is flushed after its rename too.  What holds its
+ *			data cannot be known, and may have no journal: the
+ *			old file stays linked as with PLAN_NOJOURNAL, where
+ *			the server makes hard links (block level: profiles
+ *			ext2-bindfs, ext2-fuse-overlayfs and the like).
+ *	PLAN_NODIRSYNC	a FUSE server not known to pass a directory's fsync
+ *			on (any but fuse-overlayfs): after the renames,
+ *			sync(2) writes the directories below, and the renamed
+ *			file's flush after it flushes the disk's cache (bindfs
+ *			over ext2: without it the name could be lost, and the
+ *			new one was not on the disk after exit).
  *	PLAN_FILELOG	one file: the fsync of a renamed file logs its data
  *			and its new name in one log commit (btrfs's log tree),
  *			so the data is only waited for before the rename, and
@@ -3778,7 +3788,7 @@ apply_metadata(const struct file *f, int fd)
  *			not in a batch (a flush per file; syncfs is one).
  */
 enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
-    PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16 };
+    PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16, PLAN_NODIRSYNC = 32 };
 
 /*
  * The flushes of one file, from its plan (plan_flushes, struct file's
@@ -3798,11 +3808,13 @@ enum {
 	FL_BYFS = 256,		/* a batch: several directories of its file
 				   system flushed by one syncfs */
 	FL_OLD = 512,		/* unchanged: fsync it and its directory */
-	FL_OLD_SYNCFS = 1024	/* ... or one syncfs before the renames */
+	FL_OLD_SYNCFS = 1024,	/* ... or one syncfs before the renames */
+	FL_SYNC = 2048		/* the directory's fsync not passed on:
+				   sync(2) too, before FL_FILE_AFTER */
 };
 
 /* What struct file's bit fields hold. */
-_Static_assert(FL_OLD_SYNCFS < 1 << 11 && PLAN_FILELOG < 1 << 5 &&
+_Static_assert(FL_SYNC < 1 << 12 && PLAN_NODIRSYNC < 1 << 6 &&
     REPLACED < 1 << 3 && FLUSH_UNCHANGED < 1 << 2, "struct file's bit fields");
 
 static const struct fsplan {
@@ -4015,7 +4027,8 @@ fs_plan(int fd, int depth)
 	if (!mount_of(fd, type, sizeof type, opts, sizeof opts))
 		return PLAN_SAFE;
 	if (strncmp(type, "fuse", 4) == 0)
-		return PLAN_FUSE;
+		return PLAN_FUSE | (strcmp(type, "fuse.fuse-overlayfs") == 0 ?
+		    0 : PLAN_NODIRSYNC);
 	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
 		return strlen(opts) < sizeof opts - 1 ?
 		    overlay_plan(opts, depth) : PLAN_SAFE;	/* or cut */
@@ -4095,7 +4108,8 @@ start_flush(const struct file *f, int fd)
  * (RUN->perfile), else per file system where the plan has it.
  * PLAN_FILELOG only where the target's is the only name to change: one
  * target, no -b.  The flush after the rename is not skipped by --no-sync
- * where there is no journal and an old file was replaced: its hidden link
+ * where there is no journal (or, FUSE, may be none) and an old file was
+ * replaced: its hidden link
  * (FL_KEEP_OLD, so that every state holds a complete file under the
  * target's name: tests/blockcrash, profiles ext2 and ext4-nojournal) may go
  * only once the new name is on disk.  The new file's descriptor is kept for
@@ -4107,7 +4121,7 @@ plan_flushes(const struct run *run, const struct file *f)
 {
 	int plan = f->plan, fl = 0;
 	int per = run->perfile || !(plan & PLAN_SYNCFS);
-	int nojournal = (plan & PLAN_NOJOURNAL) && f->exists;
+	int nojournal = (plan & (PLAN_NOJOURNAL | PLAN_FUSE)) && f->exists;
 	int flush = opt.sync || nojournal;
 
 	if (njobs > 1 || opt.backup)
@@ -4126,6 +4140,8 @@ plan_flushes(const struct run *run, const struct file *f)
 		fl |= FL_KEEPFD;
 	if (nojournal && !opt.backup)
 		fl |= FL_KEEP_OLD;
+	if (flush && (plan & PLAN_NODIRSYNC))
+		fl |= FL_SYNC;
 	if (!per)
 		fl |= FL_BYFS;
 	if (opt.sync)
@@ -4338,6 +4354,22 @@ needs_link(const struct file *f)
 }
 
 /*
+ * A FUSE server that makes no hard links (exFAT, vfat: EPERM), or refuses
+ * this one (protected_hardlinks, LINK_MAX): what holds its data is not
+ * known to need the link, so F goes on without it, with the plain
+ * sequence.  An I/O error or a full disk fails as elsewhere.
+ */
+static int
+no_links(struct file *f)
+{
+	if (!(f->plan & PLAN_FUSE) || (errno != EPERM && errno != ENOSYS &&
+	    errno != ENOTSUP && errno != EOPNOTSUPP && errno != EMLINK))
+		return 0;
+	f->flushes &= ~FL_KEEP_OLD;
+	return 1;
+}
+
+/*
  * FL_KEEP_OLD's link cannot be made (errno says why: EIO, ENOSPC, EMLINK,
  * EPERM from protected_hardlinks): without it a crash can lose the name on
  * this file system, so nothing is replaced.
@@ -4383,7 +4415,8 @@ has_fowner(void)
  * is neither set-user-ID nor executable set-group-ID.  LINK_MAX (EMLINK;
  * fpathconf only guesses it, and a batch may link one file twice), an
  * I/O error or a full disk only the link itself tells; with -C, only a
- * change needs the link.
+ * change needs the link.  Through FUSE a refused link is no failure
+ * (no_links).
  */
 static int
 check_keep_old(const struct run *run, const struct file *f)
@@ -4392,7 +4425,7 @@ check_keep_old(const struct run *run, const struct file *f)
 	mode_t m;
 
 	if (!(f->flushes & FL_KEEP_OLD) || !f->exists || opt.backup ||
-	    !run->linkrules ||
+	    !run->linkrules || (f->plan & PLAN_FUSE) ||
 	    fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;	/* gone: nothing to keep */
 	m = st.st_mode;
@@ -4429,7 +4462,7 @@ link_backup(struct file *f)
 	    linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0)) < 0; tries++)
 		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
-			if (!opt.backup && errno == ENOENT)
+			if (!opt.backup && (errno == ENOENT || no_links(f)))
 				return 0;	/* no old file left to keep */
 			return opt.backup ? failed_link(f) : failed_keep_old(f);
 		}
@@ -5250,12 +5283,34 @@ flush_marked_dirs(struct run *run, size_t done, int (*onfail)(const
 	return status;
 }
 
+/*
+ * FL_SYNC: a FUSE server that may not pass a directory's fsync on (bindfs,
+ * sshfs) leaves the renames below it unwritten: not durable, and the kept
+ * links may not go yet.  sync(2) writes every file system's directories,
+ * the one below included; the renamed files' flushes after it
+ * (flush_renamed_files) pass through the server and flush the disk's cache
+ * under them.  It reports no error, and reaches no other machine's disk
+ * (sshfs to another host).
+ */
+static void
+sync_below(void)
+{
+	size_t i;
+
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].state == REPLACED && (jobs[i].flushes & FL_SYNC)) {
+			sync();
+			return;
+		}
+}
+
 /* The renames durable: per file system, its one directory or a syncfs. */
 static int
 flush_dirs(struct run *run, size_t done)
 {
 	int status = flush_marked_dirs(run, done, failed_dir_flush);
 
+	sync_below();
 	return flush_renamed_files(run) != 0 ? run->late : status;
 }
 
@@ -5687,11 +5742,12 @@ sequence_words(const struct file *f, char *s, size_t n)
 {
 	int fl = f->flushes, link = needs_link(f);
 
-	snprintf(s, n, "%s%s%srename%s%s%s%s", f->makedirs ? "mkdir," : "",
+	snprintf(s, n, "%s%s%srename%s%s%s%s%s", f->makedirs ? "mkdir," : "",
 	    fl & FL_SYNCFS ? "syncfs," : fl & FL_FSYNC ? "fsync-new," :
 	    fl & FL_WAIT ? "wait-new," : "", link ? "link-old," : "",
 	    link && opt.backup ? ",rename-backup" : "",
 	    !(fl & FL_DIR) ? "" : fl & FL_BYFS ? ",flush-dirs" : ",fsync-dir",
+	    fl & FL_SYNC ? ",sync" : "",
 	    fl & FL_FILE_AFTER ? ",fsync-renamed" : "",
 	    link && !opt.backup ? ",unlink-old" : "");
 }

@@ -315,6 +315,7 @@ plan()
 	/^sync_file_range\(.*WAIT_AFTER/ { put("wait"); next }
 	/^sync_file_range\(/ { put("start"); next }
 	/^syncfs\(/ { put("syncfs"); next }
+	/^sync\(/ { put("sync"); next }
 	/^f(data)?sync\(/ {
 		match($0, /<[^>]*>/); p = substr($0, RSTART + 1, RLENGTH - 2)
 		if (p == here) p = "."

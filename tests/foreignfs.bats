@@ -19,42 +19,6 @@ mount_ntfs()
 	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
 }
 
-# mount_overlay DIR: fuse-overlayfs with its layers beside DIR.  Root only.
-mount_overlay()
-{
-	require_root
-	require_cmd fuse-overlayfs
-	[ -c /dev/fuse ] || skip "no /dev/fuse"
-	mkdir -p lower upper work "$1"
-	fuse-overlayfs -o lowerdir=lower,upperdir=upper,workdir=work "$1" \
-	    2>/dev/null || skip "fuse-overlayfs cannot mount"
-	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
-}
-
-# mount_exfat DIR: a fresh exFAT image on DIR through exfat-fuse (which needs
-# a block device: a loop device, detached by teardown).  Root only.
-mount_exfat()
-{
-	require_root
-	require_cmd mkfs.exfat mount.exfat-fuse losetup
-	[ -c /dev/fuse ] || skip "no /dev/fuse"
-	local img="$BATS_TEST_TMPDIR/exfat.img"
-	truncate -s 64M "$img"
-	mkfs.exfat "$img" >/dev/null 2>&1 || skip "mkfs.exfat failed"
-	PW_LOOP=$(losetup -f --show "$img") || skip "no loop device"
-	mkdir -p "$1"
-	mount.exfat-fuse "$PW_LOOP" "$1" >/dev/null 2>&1 || skip "exfat-fuse cannot mount"
-	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
-}
-
-teardown()
-{
-	pw_teardown
-	if [ -n "${PW_LOOP:-}" ]; then
-		losetup -d "$PW_LOOP" 2>/dev/null || :
-	fi
-}
-
 # 82 three-byte characters and "ab": 248 bytes.
 LONG=$(printf '日%.0s' {1..82})ab
 
@@ -130,7 +94,7 @@ new_files_on()
 }
 
 @test "fuse-overlayfs (NAME_MAX 251): a 248-byte name fits, with its temporary name" {
-	mount_overlay m
+	mount_fuse_overlayfs m
 	[ "$(getconf NAME_MAX m)" -lt 255 ] || skip "NAME_MAX here is $(getconf NAME_MAX m)"
 	run --separate-stderr "$PONYWRITE" "m/$LONG" < <(echo one)
 	assert_status 0

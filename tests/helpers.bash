@@ -114,6 +114,10 @@ pw_teardown()
 		m=${PW_MOUNTS[i]}
 		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || :
 	done
+	if [ -n "${PW_LOOP:-}" ]; then
+		losetup -d "$PW_LOOP" 2>/dev/null || :
+		PW_LOOP=
+	fi
 	# so that bats can remove what a test made unreadable (root can anyway)
 	[ "$EUID" -eq 0 ] || chmod -R u+rwX "$BATS_TEST_TMPDIR" 2>/dev/null || :
 }
@@ -373,6 +377,36 @@ mount_bindfs()
 	mkdir -p "$2"
 	bindfs "$1" "$2" 2>/dev/null || skip "bindfs cannot mount"
 	PW_MOUNTS+=("$(cd "$2" && pwd -P)")
+}
+
+# mount_fuse_overlayfs DIR [LAYERS]: fuse-overlayfs on DIR, its lower, upper
+# and work directories in LAYERS (default: here).  Root only.
+mount_fuse_overlayfs()
+{
+	require_root
+	require_cmd fuse-overlayfs
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	local l=${2:-.}
+	mkdir -p "$l/lower" "$l/upper" "$l/work" "$1"
+	fuse-overlayfs -o "lowerdir=$l/lower,upperdir=$l/upper,workdir=$l/work" "$1" \
+	    2>/dev/null || skip "fuse-overlayfs cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+}
+
+# mount_exfat DIR: a fresh exFAT image on DIR through exfat-fuse (which needs
+# a block device: a loop device, detached by pw_teardown).  Root only.
+mount_exfat()
+{
+	require_root
+	require_cmd mkfs.exfat mount.exfat-fuse losetup
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	local img="$BATS_TEST_TMPDIR/exfat.img"
+	truncate -s 64M "$img"
+	mkfs.exfat "$img" >/dev/null 2>&1 || skip "mkfs.exfat failed"
+	PW_LOOP=$(losetup -f --show "$img") || skip "no loop device"
+	mkdir -p "$1"
+	mount.exfat-fuse "$PW_LOOP" "$1" >/dev/null 2>&1 || skip "exfat-fuse cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
 }
 
 # mount_ext4 DIR MIB [OPTS]: a fresh ext4 file system of MIB MiB, no blocks
