@@ -99,7 +99,7 @@ M("option-prefix-allowed", "options_proven",
   [("(w[k - 1] == '=' ? k <= n : k == n)", "k <= n")],
   "an option that only starts like a proven one (data=orderedX) is taken for it", "flush")
 M("fuse-taken-for-its-lower-fs", "fs_plan",
-  [("\t\treturn PLAN_FUSE;", "\t\t;")],
+  [("\t\treturn PLAN_FUSE | (strcmp(", "\t\t(void)(strcmp(")],
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
 M("fuse-renamed-file-not-flushed", "plan_flushes",
   [("if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
@@ -256,6 +256,17 @@ M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;
 M("nojournal-syncfs-unflushed", "flush_fs_of",
   [("return (j->plan & PLAN_NOJOURNAL) ? flush_fd(j->dirfd) : 0;", "return 0;")],
   "without a journal, what syncfs writes after its own flush is renamed over unflushed", "flush")
+M("fuse-no-keep-old", "plan_flushes",
+  [("int nojournal = (plan & (PLAN_NOJOURNAL | PLAN_FUSE)) && f->exists;",
+    "int nojournal = (plan & PLAN_NOJOURNAL) && f->exists;")],
+  "through FUSE over ext2 the old file is freed before the new name is on the disk below", "flush")
+M("fuse-no-sync", "sync_below", [("\t\t\tsync();\n", "")],
+  "through bindfs a directory's fsync reaches nothing: the rename is not on the disk below when the link goes",
+  "flush")
+M("fuse-overlayfs-synced", "fs_plan", [('strcmp(type, "fuse.fuse-overlayfs") == 0 ?', "0 ?")],
+  "fuse-overlayfs, which passes a directory's fsync on, pays a sync(2) of the whole machine", "flush")
+M("fuse-nolink-fails", "no_links", [("f->flushes &= ~FL_KEEP_OLD;\n\treturn 1;", "return 0;")],
+  "exFAT through FUSE, which has no hard links, refuses every replace", "flush")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
   "-C with unchanged content fails on a read-only mount", "ifchanged")
