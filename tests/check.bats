@@ -259,12 +259,13 @@ run_words()
 	local dir=$1 log="$BATS_TEST_TMPDIR/words.log"
 	shift
 	status=0
-	strace -f -qq -y -o "$log" -e trace=fsync,fdatasync,syncfs,sync_file_range,renameat,renameat2,rename,linkat,unlinkat \
+	strace -f -qq -y -o "$log" -e trace=fsync,fdatasync,sync,syncfs,sync_file_range,renameat,renameat2,rename,linkat,unlinkat \
 	    "$PONYWRITE" "$@" 2>"$BATS_TEST_TMPDIR/words.err" || status=$?
 	WORDS=$(sed -E 's/^[0-9]+ +//' "$log" | awk -v dir="$(cd "$dir" && pwd -P)" '
 	function path() { match($0, /<[^>]*>/); return substr($0, RSTART + 1, RLENGTH - 2) }
 	/^sync_file_range\(.*WAIT_AFTER/ { print "wait-new"; next }
 	/^syncfs\(/ { print "syncfs"; next }
+	/^sync\(/ { print "sync"; next }
 	/^f(data)?sync\(/ { p = path()
 		if (p == dir) print "fsync-dir"
 		else if (p ~ /\/\.[^\/]*$/) print "fsync-new"
