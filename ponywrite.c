@@ -295,6 +295,7 @@ struct run {
 	mode_t	 umask;			/* the process's, for new files */
 	int	 linkrules;		/* fs.protected_hardlinks binds the
 					   caller: check_keep_old */
+	int	 fowner;		/* the caller has CAP_FOWNER */
 	struct srcdir src;		/* the directory of the last source */
 };
 
@@ -443,7 +444,8 @@ remove_file_litter(struct file *f, int tell)
 	/* FL_KEEP_OLD's link of a target renamed already goes only after its
 	   directory's flush (drop_old_links). */
 	if (f->bakname != NULL && (opt.backup || f->state != REPLACED))
-		unlink_litter(fd, f->dirpath, f->bakname, "backup link", tell);
+		unlink_litter(fd, f->dirpath, f->bakname, opt.backup ?
+		    "backup link" : "old file's hidden link", tell);
 	if (f->lockname != NULL)
 		unlink_litter(fd, f->dirpath, f->lockname, "lock file", tell);
 	if (reopened >= 0)
@@ -3769,13 +3771,14 @@ apply_metadata(const struct file *f, int fd)
  *			profiles ext2 and ext4-nojournal, batch scenarios).
  *	PLAN_FUSE	no row: a FUSE server may not pass syncfs or a
  *			directory's fsync on, but does a file's; the renamed
- *			file is flushed after its rename too.  What holds its
- *			data cannot be known, and may have no journal: the
- *			old file stays linked as with PLAN_NOJOURNAL, where
- *			the server makes hard links (block level: profiles
- *			ext2-bindfs, ext2-fuse-overlayfs and the like).
+ *			file is flushed after its rename too.  One that serves
+ *			another file system's files (fuse_plan) gets
+ *			PLAN_NOJOURNAL too: that one may have none, so the old
+ *			file stays linked, where the server makes hard links
+ *			(block level: profiles ext2-bindfs, ext2-sshfs, the
+ *			same over ext4 without one).
  *	PLAN_NODIRSYNC	a FUSE server not known to pass a directory's fsync
- *			on (any but fuse-overlayfs): after the renames,
+ *			on (fuse_plan): after the renames,
  *			sync(2) writes the directories below, and the renamed
  *			file's flush after it flushes the disk's cache (bindfs
  *			over ext2: without it the name could be lost, and the
@@ -4012,6 +4015,26 @@ overlay_plan(const char *opts, int depth)
 }
 
 /*
+ * FUSE.  A server on a block device of its own (fuseblk: exfat-fuse,
+ * ntfs-3g) is the file system: a flush a file (block level: a kept link
+ * made ntfs-3g's directory unreadable in 2 of 214 states).  Any other
+ * (fuse, fuse.NAME: bindfs, sshfs) serves what another file system holds,
+ * which it does not say, and which may have no journal: PLAN_NOJOURNAL,
+ * and PLAN_NODIRSYNC, as it may not pass a directory's fsync on.  Not
+ * fuse-overlayfs, which passes it on (seen with strace), but leaves a
+ * whiteout in its upper directory for each name removed in a directory of
+ * its lower layer: a kept link would add one a replace, without end.
+ */
+static int
+fuse_plan(const char *type)
+{
+	if (strcmp(type, "fuseblk") == 0 ||
+	    strcmp(type, "fuse.fuse-overlayfs") == 0)
+		return PLAN_FUSE;
+	return PLAN_FUSE | PLAN_NOJOURNAL | PLAN_NODIRSYNC;
+}
+
+/*
  * The plan for the file system FD is on, from its type and super options
  * (DEPTH: layers looked through).  Without a journal (ext2, or ext3/ext4
  * whose sysfs says "<none>") the old file stays linked whatever the
@@ -4027,8 +4050,7 @@ fs_plan(int fd, int depth)
 	if (!mount_of(fd, type, sizeof type, opts, sizeof opts))
 		return PLAN_SAFE;
 	if (strncmp(type, "fuse", 4) == 0)
-		return PLAN_FUSE | (strcmp(type, "fuse.fuse-overlayfs") == 0 ?
-		    0 : PLAN_NODIRSYNC);
+		return fuse_plan(type);
 	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
 		return strlen(opts) < sizeof opts - 1 ?
 		    overlay_plan(opts, depth) : PLAN_SAFE;	/* or cut */
@@ -4121,7 +4143,7 @@ plan_flushes(const struct run *run, const struct file *f)
 {
 	int plan = f->plan, fl = 0;
 	int per = run->perfile || !(plan & PLAN_SYNCFS);
-	int nojournal = (plan & (PLAN_NOJOURNAL | PLAN_FUSE)) && f->exists;
+	int nojournal = (plan & PLAN_NOJOURNAL) && f->exists;
 	int flush = opt.sync || nojournal;
 
 	if (njobs > 1 || opt.backup)
@@ -4378,8 +4400,10 @@ static int
 failed_keep_old(const struct file *f)
 {
 	return failed(f->target, "cannot keep the old file linked until the"
-	    " directory is on disk, which this file system (no journal) needs"
-	    " so that a crash cannot lose the name: %s", strerror(errno));
+	    " directory is on disk, which this file system (%s) needs so that"
+	    " a crash cannot lose the name: %s", f->plan & PLAN_FUSE ?
+	    "FUSE, over one that may have no journal" : "no journal",
+	    strerror(errno));
 }
 
 /*
@@ -4416,16 +4440,16 @@ has_fowner(void)
  * fpathconf only guesses it, and a batch may link one file twice), an
  * I/O error or a full disk only the link itself tells; with -C, only a
  * change needs the link.  Through FUSE a refused link is no failure
- * (no_links).
+ * (no_links): F goes on without it, and --check says so.
  */
 static int
-check_keep_old(const struct run *run, const struct file *f)
+check_keep_old(const struct run *run, struct file *f)
 {
 	struct stat st;
 	mode_t m;
 
 	if (!(f->flushes & FL_KEEP_OLD) || !f->exists || opt.backup ||
-	    !run->linkrules || (f->plan & PLAN_FUSE) ||
+	    !run->linkrules ||
 	    fstatat(f->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;	/* gone: nothing to keep */
 	m = st.st_mode;
@@ -4435,12 +4459,42 @@ check_keep_old(const struct run *run, const struct file *f)
 	    AT_EACCESS | AT_SYMLINK_NOFOLLOW) == 0))
 		return 0;
 	errno = EPERM;
+	if (no_links(f))
+		return 0;
 	if (opt.ifchanged) {	/* -C may not need it */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " cannot keep the old file linked: %s", strerror(errno));
 		return 0;
 	}
 	return failed_keep_old(f);
+}
+
+/*
+ * The sticky bit (as on /tmp): only the file's owner, the directory's, or
+ * a caller with CAP_FOWNER may rename over a name there or remove one (the
+ * kernel's check_sticky), so the rename would fail, and a link made to
+ * keep the old file could not be removed.  Found before the input is read,
+ * and by --check; with -C, only a change needs the rename.
+ */
+static int
+check_sticky(const struct run *run, const struct file *f)
+{
+	struct stat d;
+
+	if (!f->exists || opt.inplace || run->fowner ||
+	    f->st.st_uid == geteuid() || fstat(f->dirfd, &d) < 0 ||
+	    !(d.st_mode & S_ISVTX) || d.st_uid == geteuid())
+		return 0;	/* fstat: the rename tells */
+	errno = EPERM;
+	if (opt.ifchanged) {
+		warnx(f->target, "a run fails unless nothing changes (-C): the"
+		    " sticky directory lets only its owner or the file's rename"
+		    " over it: %s", strerror(errno));
+		return 0;
+	}
+	return failed(f->target, "cannot be replaced: the sticky directory"
+	    " lets only its owner or the file's rename over it: %s",
+	    strerror(errno));
 }
 
 static int
@@ -5061,7 +5115,8 @@ prepare_job(struct run *run, struct file *j)
 	    opt.sync ? FL_OLD : 0;
 	if ((opt.inplace ? create_exchange_temp(j) :
 	    create_temp(j, &j->newfd)) < 0 ||
-	    (!opt.ifchanged && check_keep_old(run, j) < 0) ||
+	    (!opt.ifchanged && (check_sticky(run, j) < 0 ||
+	    check_keep_old(run, j) < 0)) ||
 	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
 	    (same = same_as_old(run, j, j->newfd, size)) < 0)
 		return -1;
@@ -5347,7 +5402,7 @@ drop_old_links(struct run *run)
 		if (jobs[i].bakname != NULL && jobs[i].bakname[0] != '\0') {
 			unlink_litter(use_dir(run, &jobs[i]) == 0 ?
 			    jobs[i].dirfd : -1, jobs[i].dirpath,
-			    jobs[i].bakname, "backup link", 1);
+			    jobs[i].bakname, "old file's hidden link", 1);
 			jobs[jobs[i].dir].flushdir = FLUSH_RENAMED;
 		}
 	return flush_marked_dirs(run, 0, failed_unlink_flush);
@@ -5697,7 +5752,7 @@ check_job(struct run *run, struct file *j)
 		return -1;
 	j->flushes = plan_flushes(run, j);
 	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
-	    check_keep_old(run, j) < 0 ||
+	    check_sticky(run, j) < 0 || check_keep_old(run, j) < 0 ||
 	    check_owner(j) < 0 ||
 	    (opt.backup && j->exists && check_backup_name(j) < 0))
 		return -1;
@@ -5849,8 +5904,9 @@ replace_all(void)
 	umask(run.umask = umask(0));
 	run.single = opt.target != NULL;
 	run.late = opt.command != NULL ? 125 : 3;
+	run.fowner = has_fowner();
 	run.linkrules = fs_sysctl("protected_hardlinks", '1') != '0' &&
-	    !has_fowner();
+	    !run.fowner;
 	if (run.single) {
 		jobs = xcalloc(1, sizeof *jobs);
 		add_job(opt.target, opt.input != NULL ? opt.input : "-");

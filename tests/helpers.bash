@@ -368,14 +368,15 @@ mount_fs()
 	PW_MOUNTS+=("$dir")
 }
 
-# mount_bindfs LOWER DIR: LOWER seen through bindfs (FUSE) on DIR.  Root only.
+# mount_bindfs LOWER DIR [OPTION...]: LOWER seen through bindfs (FUSE) on
+# DIR, with bindfs's OPTIONs (-o allow_other: for other users).  Root only.
 mount_bindfs()
 {
 	require_root
 	require_cmd bindfs fusermount3
 	[ -c /dev/fuse ] || skip "no /dev/fuse"
 	mkdir -p "$2"
-	bindfs "$1" "$2" 2>/dev/null || skip "bindfs cannot mount"
+	bindfs "${@:3}" "$1" "$2" 2>/dev/null || skip "bindfs cannot mount"
 	PW_MOUNTS+=("$(cd "$2" && pwd -P)")
 }
 

@@ -160,3 +160,47 @@ plant()
 	assert_content 's/t~' $'old\n'
 	assert_content s/t $'new\n'
 }
+
+# Issue 54 (and the review of issue 53): in a sticky directory only the
+# file's owner, the directory's, or CAP_FOWNER may rename over a name (the
+# kernel's check_sticky).  A user who may write root's 0666 file there got
+# the rename refused late: a batch stopped with exit 4 after replacing
+# others, and where the old file is kept linked (no journal, FUSE) a link to
+# root's file was left that the user could not remove.  Found first now.
+@test "sticky directory: a rename the sticky bit refuses is found before anything is written, in a batch too, and by --check" {
+	require_nobody
+	mkdir -m 1777 s
+	echo rootold > s/r
+	chmod 0666 s/r
+	echo mine > s/m
+	chown nobody:nogroup s/m
+	printf 'new\n' > src
+	chmod 0644 src
+	local msg="ponywrite: s/r: cannot be replaced: the sticky directory lets only its owner or the file's rename over it: Operation not permitted"
+	run --separate-stderr as_nobody "$PONYWRITE" -o nobody:nogroup -i src s/r
+	assert_status 1
+	assert_stderr "$msg"
+	assert_content s/r $'rootold\n'
+	# a batch: nothing replaced (it stopped after replacing s/m, exit 4)
+	printf 's/m\0src\0s/r\0src\0' > list
+	run --separate-stderr as_nobody "$PONYWRITE" -o nobody:nogroup --batch=list
+	assert_status 1
+	[[ $stderr == "$msg"*"nothing replaced: 1 of 2 targets failed" ]] || fail "stderr: $stderr"
+	assert_content s/m $'mine\n'
+	assert_content s/r $'rootold\n'
+	run --separate-stderr as_nobody "$PONYWRITE" --check -o nobody:nogroup --batch=list
+	assert_status 1
+	[[ $output == *$'fail\t-\t-\t-\t-\t-\ts/r'* ]] || fail "--check: $output"
+	# -C: only a change needs the rename; --check warns
+	run --separate-stderr as_nobody "$PONYWRITE" --check -C -g root s/r
+	[[ $stderr == *"a run fails unless nothing changes (-C): the sticky directory"* ]] ||
+	    fail "--check -C: $stderr"
+	# the owner of the file, and root (CAP_FOWNER), may
+	run --separate-stderr as_nobody "$PONYWRITE" -i src s/m
+	assert_status 0
+	assert_content s/m $'new\n'
+	run "$PONYWRITE" -i src s/r
+	assert_status 0
+	assert_content s/r $'new\n'
+	assert_no_litter s
+}

@@ -99,7 +99,7 @@ M("option-prefix-allowed", "options_proven",
   [("(w[k - 1] == '=' ? k <= n : k == n)", "k <= n")],
   "an option that only starts like a proven one (data=orderedX) is taken for it", "flush")
 M("fuse-taken-for-its-lower-fs", "fs_plan",
-  [("\t\treturn PLAN_FUSE | (strcmp(", "\t\t(void)(strcmp(")],
+  [("\t\treturn fuse_plan(type);", "\t\t(void)fuse_plan(type);")],
   "a FUSE file system is not recognised: a batch flushes nothing the server sees", "flush")
 M("fuse-renamed-file-not-flushed", "plan_flushes",
   [("if (flush && (plan & (PLAN_FILELOG | PLAN_FUSE)))",
@@ -242,31 +242,38 @@ M("keep-old-off", "plan_flushes", [("if (nojournal && !opt.backup)", "if (0)")],
   "without a journal the old inode is freed before the new name is on disk", "flush")
 M("no-sync-nojournal-no-dirflush", "plan_flushes", [("int flush = opt.sync || nojournal;", "int flush = opt.sync;")],
   "--no-sync without a journal drops the old file's link before the new name is on disk", "flush")
-M("keep-old-found-late", "prepare_job", [("(!opt.ifchanged && check_keep_old(run, j) < 0) ||", "")],
+M("keep-old-found-late", "prepare_job", [("\t    check_keep_old(run, j) < 0)) ||", "\t    0)) ||")],
   "a kept link the kernel refuses is found only after the command ran", "flush")
 M("keep-old-check-silent", "check_job", [("check_keep_old(run, j) < 0 ||", "")],
   "--check says replace where the kept link will be refused", "flush")
 M("keep-old-setgid-linked", "check_keep_old",
   [("(m & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&", "")],
   "an executable set-group-ID file is taken to be linkable under protected_hardlinks", "flush")
-M("keep-old-uid-not-capability", "replace_all", [("!has_fowner();", "geteuid() != 0;")],
+M("keep-old-uid-not-capability", "replace_all", [("run.fowner = has_fowner();", "run.fowner = geteuid() == 0;")],
   "root without CAP_FOWNER is taken to be able to link another user's set-user-ID file", "flush")
 M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;", "return PLAN_NOJOURNAL;")],
   "a batch without a journal flushes each new file: flushes grow with the files", "flush")
 M("nojournal-syncfs-unflushed", "flush_fs_of",
   [("return (j->plan & PLAN_NOJOURNAL) ? flush_fd(j->dirfd) : 0;", "return 0;")],
   "without a journal, what syncfs writes after its own flush is renamed over unflushed", "flush")
-M("fuse-no-keep-old", "plan_flushes",
-  [("int nojournal = (plan & (PLAN_NOJOURNAL | PLAN_FUSE)) && f->exists;",
-    "int nojournal = (plan & PLAN_NOJOURNAL) && f->exists;")],
+M("fuse-no-keep-old", "fuse_plan",
+  [("return PLAN_FUSE | PLAN_NOJOURNAL | PLAN_NODIRSYNC;", "return PLAN_FUSE | PLAN_NODIRSYNC;")],
   "through FUSE over ext2 the old file is freed before the new name is on the disk below", "flush")
 M("fuse-no-sync", "sync_below", [("\t\t\tsync();\n", "")],
   "through bindfs a directory's fsync reaches nothing: the rename is not on the disk below when the link goes",
   "flush")
-M("fuse-overlayfs-synced", "fs_plan", [('strcmp(type, "fuse.fuse-overlayfs") == 0 ?', "0 ?")],
-  "fuse-overlayfs, which passes a directory's fsync on, pays a sync(2) of the whole machine", "flush")
+M("fuse-overlayfs-linked", "fuse_plan", [('strcmp(type, "fuse.fuse-overlayfs") == 0)', "0)")],
+  "fuse-overlayfs keeps the old file linked: a whiteout left in its upper directory a replace", "flush")
+M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0 ||', "if (")],
+  "ntfs-3g keeps the old file linked: a crash can leave its directory unreadable", "flush")
 M("fuse-nolink-fails", "no_links", [("f->flushes &= ~FL_KEEP_OLD;\n\treturn 1;", "return 0;")],
   "exFAT through FUSE, which has no hard links, refuses every replace", "flush")
+M("sticky-rename-found-late", "prepare_job", [("(check_sticky(run, j) < 0 ||", "(")],
+  "a rename the sticky bit refuses is found after a batch replaced others (exit 4)", "links")
+M("sticky-rename-check-silent", "check_job", [("check_sticky(run, j) < 0 || ", "")],
+  "--check says replace where the sticky bit refuses the rename", "links")
+M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\treturn 0;\n", "")],
+  "through FUSE, a link protected_hardlinks refuses fails the run instead of going on without", "flush")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
   "-C with unchanged content fails on a read-only mount", "ifchanged")
