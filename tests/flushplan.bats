@@ -523,6 +523,18 @@ flushed_through_descriptor()
 # A server without hard links (EPERM): the plain sequence.  fuse-overlayfs
 # (which passes a directory's fsync on) and fuseblk (exfat-fuse, ntfs-3g,
 # which hold their data themselves): as before.
+# unlinked_fuse DIR: on the FUSE file system mounted on DIR, a replace makes
+# no link and no sync: the plain sequence with the renamed file's flush.
+unlinked_fuse()
+{
+	on_fs "$1"
+	link_trace -i s/a "$1/d/t"
+	assert_status 0
+	[ "$LINKS" = "flush rename:t flush flush" ] || fail "$1, one file: '$LINKS'"
+	assert_content "$1/d/t" $'new a\n'
+	assert_no_litter "$1/d"
+}
+
 @test "FUSE over a file system without a journal: the old file stays linked till the name is on the disk below (sync(2) where the server keeps a directory's fsync)" {
 	mount_fs ext2 low -F
 	mount_bindfs low m
@@ -549,15 +561,9 @@ flushed_through_descriptor()
 
 	mkdir low/layers
 	mount_fuse_overlayfs o low/layers
-	on_fs o
-	link_trace -i s/a o/d/t
-	assert_status 0
 	# fuse-overlayfs: no link (each removed name of a directory of its
-	# lower layer leaves a whiteout in its upper one), no sync
-	[ "$LINKS" = "flush rename:t flush flush" ] ||
-	    fail "fuse-overlayfs, one file: '$LINKS'"
-	assert_content o/d/t $'new a\n'
-	assert_no_litter o/d
+	# lower layer leaves a whiteout in its upper one)
+	unlinked_fuse o
 
 	# a server that refuses hard links (bindfs over vfat): the plain sequence
 	link_trace --inject linkat:error=EPERM -i s/b m/d/t
@@ -590,12 +596,6 @@ flushed_through_descriptor()
 	# exfat-fuse (fuseblk) is the file system itself: no link, no sync
 	# (a kept link made ntfs-3g's directory unreadable after a crash)
 	mount_exfat x
-	on_fs x
-	link_trace -i s/a x/d/t
-	assert_status 0
-	[ "$LINKS" = "flush rename:t flush flush" ] ||
-	    fail "exFAT (fuseblk), one file: '$LINKS'"
-	assert_content x/d/t $'new a\n'
-	assert_no_litter x/d
+	unlinked_fuse x
 }
 
