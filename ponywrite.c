@@ -4243,19 +4243,55 @@ check_dir(const struct file *f)
 }
 
 /*
+ * Does the caller have CAP_FOWNER (bit 3 of /proc/self/status' CapEff)?
+ * Where that cannot be read, root is taken to have it.
+ */
+static int
+has_fowner(void)
+{
+	unsigned long long caps;
+	char *line = NULL;
+	size_t cap = 0;
+	int r = geteuid() == 0;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/self/status", "re")) == NULL)
+		return r;
+	while (getline(&line, &cap, fp) > 0)
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			r = (caps >> 3) & 1;
+			break;
+		}
+	free(line);
+	fclose(fp);
+	return r;
+}
+
+/*
  * -b: TARGET~ (BAKFINAL), which exists, of OWNER: in a sticky directory that
  * others can write to, replaced only if it is the caller's or the
  * directory owner's, as the sticky bit lets only those rename over it (root
- * could; it does not remove another user's file there either).
+ * could; it does not remove another user's file there either).  In any
+ * sticky directory, the kernel's rule (check_sticky): a rename over it by
+ * a caller who owns neither it nor the directory, without CAP_FOWNER
+ * (asked only then), would fail after the target was replaced.
  */
 static int
 planted_backup(const struct file *f, const char *bakfinal, uid_t owner)
 {
 	char *file;
+	struct stat d;
 	int r;
 
-	if ((r = planted(f, owner, S_IWOTH)) <= 0)
+	if ((r = planted(f, owner, S_IWOTH)) < 0)
 		return r;
+	if (r == 0 && (owner == geteuid() || fstat(f->dirfd, &d) < 0 ||
+	    !(d.st_mode & S_ISVTX) || d.st_uid == geteuid() || has_fowner()))
+		return 0;
+	if (r == 0)
+		return failed(f->target, "cannot make backup: the sticky"
+		    " directory lets only its owner or the file's rename over"
+		    " %s: %s", bakfinal, strerror(EPERM));
 	file = join(f->dirpath, bakfinal);
 	failed_planted(file, "replacing a file", owner, f->dirpath);
 	free(file);
@@ -4404,31 +4440,6 @@ failed_keep_old(const struct file *f)
 	    " a crash cannot lose the name: %s", f->plan & PLAN_FUSE ?
 	    "FUSE, over one that may have no journal" : "no journal",
 	    strerror(errno));
-}
-
-/*
- * Does the caller have CAP_FOWNER (bit 3 of /proc/self/status' CapEff)?
- * Where that cannot be read, root is taken to have it.
- */
-static int
-has_fowner(void)
-{
-	unsigned long long caps;
-	char *line = NULL;
-	size_t cap = 0;
-	int r = geteuid() == 0;
-	FILE *fp;
-
-	if ((fp = fopen("/proc/self/status", "re")) == NULL)
-		return r;
-	while (getline(&line, &cap, fp) > 0)
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			r = (caps >> 3) & 1;
-			break;
-		}
-	free(line);
-	fclose(fp);
-	return r;
 }
 
 /*

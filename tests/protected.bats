@@ -204,3 +204,37 @@ plant()
 	assert_content s/r $'new\n'
 	assert_no_litter s
 }
+
+# Issue 54, item 3: root's t~ in root's sticky directory is no plant (the
+# directory's owner is trusted), but the sticky bit still refuses nobody the
+# rename over it: -b replaced t, then failed (exit 3), the old t left under
+# a hidden name.  Found first now, in a batch and by --check too.
+@test "-b in a sticky directory: a TARGET~ the sticky bit keeps the caller from renaming over is found before anything is written" {
+	require_nobody
+	mkdir -m 1777 s
+	echo mine > s/t
+	chown nobody:nogroup s/t
+	echo rootbak > 's/t~'
+	echo new > new
+	chmod 0644 new
+	local why="ponywrite: s/t: cannot make backup: the sticky directory lets only its owner or the file's rename over t~: Operation not permitted"
+	run --separate-stderr as_nobody "$PONYWRITE" -b -i new s/t
+	assert_status 1
+	assert_stderr "$why"
+	run --separate-stderr as_nobody "$PONYWRITE" --check -b s/t </dev/null
+	assert_status 1
+	assert_stderr_has "$why"
+	printf 's/t\0new\0' >list
+	run --separate-stderr as_nobody "$PONYWRITE" -b --batch=list
+	assert_status 1
+	assert_stderr_has "$why"
+	assert_content s/t $'mine\n'
+	assert_content 's/t~' $'rootbak\n'
+	assert_no_litter s
+	# the owner of t~ may
+	chown nobody:nogroup 's/t~'
+	run --separate-stderr as_nobody "$PONYWRITE" -b -i new s/t
+	assert_status 0
+	assert_content 's/t~' $'mine\n'
+	assert_content s/t $'new\n'
+}

@@ -209,7 +209,7 @@ M("protected-regular-sysctl-off", "check_protected_regular",
   [("\tif (fs_sysctl(\"protected_regular\", '2') != '2' &&",
     "\tif (fs_sysctl(\"protected_regular\", '2') == '0')\n\t\treturn 0;\n\tif (fs_sysctl(\"protected_regular\", '2') != '2' &&")],
   "a file planted in a sticky world-writable directory is replaced when fs.protected_regular is 0", "links")
-M("backup-planted-replaced", "planted_backup", [("if ((r = planted(f, owner, S_IWOTH)) <= 0)", "if ((r = 0) <= 0)")],
+M("backup-planted-replaced", "planted_backup", [("if ((r = planted(f, owner, S_IWOTH)) < 0)", "if ((r = 0) < 0)")],
   "-b renames over another user's TARGET~ in a sticky world-writable directory", "links")
 M("privileged-temp-named", "needs_unnamed", [("return caps || (f->meta.mode & (S_ISUID | S_ISGID));", "return 0;")],
   "a new set-ID or capability file another user could write is named while it is completed", "metadata")
@@ -274,6 +274,8 @@ M("sticky-rename-check-silent", "check_job", [("check_sticky(run, j) < 0 || ", "
   "--check says replace where the sticky bit refuses the rename", "links")
 M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\treturn 0;\n", "")],
   "through FUSE, a link protected_hardlinks refuses fails the run instead of going on without", "flush")
+M("sticky-backup-found-late", "planted_backup", [("!(d.st_mode & S_ISVTX) ||", "1 ||")],
+  "-b over the directory owner's TARGET~ in a sticky directory fails after the target was replaced", "links")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
   "-C with unchanged content fails on a read-only mount", "ifchanged")
