@@ -4268,25 +4268,38 @@ has_fowner(void)
 }
 
 /*
+ * The sticky bit (as on /tmp): does it keep the caller from renaming over,
+ * or removing, a file of OWNER in directory DIRFD?  Only the file's owner,
+ * the directory's, or a caller with CAP_FOWNER may (the kernel's
+ * check_sticky; CAP_FOWNER is the caller's to ask, as it reads /proc).
+ * Where DIRFD cannot be looked at, the rename itself tells.
+ */
+static int
+sticky_keeps(int dirfd, uid_t owner)
+{
+	struct stat d;
+
+	return owner != geteuid() && fstat(dirfd, &d) == 0 &&
+	    (d.st_mode & S_ISVTX) && d.st_uid != geteuid();
+}
+
+/*
  * -b: TARGET~ (BAKFINAL), which exists, of OWNER: in a sticky directory that
  * others can write to, replaced only if it is the caller's or the
  * directory owner's, as the sticky bit lets only those rename over it (root
  * could; it does not remove another user's file there either).  In any
- * sticky directory, the kernel's rule (check_sticky): a rename over it by
- * a caller who owns neither it nor the directory, without CAP_FOWNER
- * (asked only then), would fail after the target was replaced.
+ * sticky directory, the kernel's rule (sticky_keeps; CAP_FOWNER asked only
+ * then): the rename over it would fail after the target was replaced.
  */
 static int
 planted_backup(const struct file *f, const char *bakfinal, uid_t owner)
 {
 	char *file;
-	struct stat d;
 	int r;
 
 	if ((r = planted(f, owner, S_IWOTH)) < 0)
 		return r;
-	if (r == 0 && (owner == geteuid() || fstat(f->dirfd, &d) < 0 ||
-	    !(d.st_mode & S_ISVTX) || d.st_uid == geteuid() || has_fowner()))
+	if (r == 0 && (!sticky_keeps(f->dirfd, owner) || has_fowner()))
 		return 0;
 	if (r == 0)
 		return failed(f->target, "cannot make backup: the sticky"
@@ -4481,21 +4494,17 @@ check_keep_old(const struct run *run, struct file *f)
 }
 
 /*
- * The sticky bit (as on /tmp): only the file's owner, the directory's, or
- * a caller with CAP_FOWNER may rename over a name there or remove one (the
- * kernel's check_sticky), so the rename would fail, and a link made to
- * keep the old file could not be removed.  Found before the input is read,
- * and by --check; with -C, only a change needs the rename.
+ * A target the sticky bit keeps the caller from renaming over (sticky_keeps):
+ * the rename would fail, and a link made to keep the old file could not be
+ * removed.  Found before the input is read, and by --check; with -C, only
+ * a change needs the rename.
  */
 static int
 check_sticky(const struct run *run, const struct file *f)
 {
-	struct stat d;
-
 	if (!f->exists || opt.inplace || run->fowner ||
-	    f->st.st_uid == geteuid() || fstat(f->dirfd, &d) < 0 ||
-	    !(d.st_mode & S_ISVTX) || d.st_uid == geteuid())
-		return 0;	/* fstat: the rename tells */
+	    !sticky_keeps(f->dirfd, f->st.st_uid))
+		return 0;
 	errno = EPERM;
 	if (opt.ifchanged) {
 		warnx(f->target, "a run fails unless nothing changes (-C): the"

@@ -274,7 +274,7 @@ M("sticky-rename-check-silent", "check_job", [("check_sticky(run, j) < 0 || ", "
   "--check says replace where the sticky bit refuses the rename", "links")
 M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\treturn 0;\n", "")],
   "through FUSE, a link protected_hardlinks refuses fails the run instead of going on without", "flush")
-M("sticky-backup-found-late", "planted_backup", [("!(d.st_mode & S_ISVTX) ||", "1 ||")],
+M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owner) || has_fowner())", "1")],
   "-b over the directory owner's TARGET~ in a sticky directory fails after the target was replaced", "links")
 M("ifchanged-readonly-fails", "create_temp",
   [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
