@@ -4878,12 +4878,12 @@ place_bit(size_t dir, const char *name, int fold, size_t bits)
 
 /* J's -b backup, TARGET~, hashed as place_bit. */
 static size_t
-backup_bit(const struct file *j, size_t bits)
+backup_bit(const struct file *j, int fold, size_t bits)
 {
 	char name[2 * NAME_MAX + 2];
 
 	snprintf(name, sizeof name, "%s%s", j->name, opt.suffix);
-	return place_bit(j->dir, name, 0, bits);
+	return place_bit(j->dir, name, fold, bits);
 }
 
 static int
@@ -4917,7 +4917,7 @@ may_share(const struct file *j, const unsigned char *twice, int fold,
     size_t bits)
 {
 	return bit_is_set(twice, place_bit(j->dir, j->name, fold, bits)) ||
-	    (!fold && opt.backup && bit_is_set(twice, backup_bit(j, bits)));
+	    (opt.backup && bit_is_set(twice, backup_bit(j, fold, bits)));
 }
 
 /*
@@ -4941,9 +4941,9 @@ candidates(struct file ***v, int (*in)(const struct file *), int fold)
 				set_bit(twice, k);
 			set_bit(seen, k);
 		}
-	for (i = 0; !fold && opt.backup && i < njobs; i++)
+	for (i = 0; opt.backup && i < njobs; i++)
 		if (in(&jobs[i]) &&
-		    bit_is_set(seen, k = backup_bit(&jobs[i], bits)))
+		    bit_is_set(seen, k = backup_bit(&jobs[i], fold, bits)))
 			set_bit(twice, k);
 	for (i = 0; i < njobs; i++)
 		n += in(&jobs[i]) && may_share(&jobs[i], twice, fold, bits);
@@ -4990,10 +4990,203 @@ check_backup_names(struct file **v, size_t n)
 	return 0;
 }
 
-/* Two names of one target would be two renames racing: a usage error. */
-/* A target given twice, or as another's backup: a usage error, -1. */
 static int
-check_duplicates(void)
+by_folded_place(const void *a, const void *b)
+{
+	const struct file *x = *(struct file *const *)a;
+	const struct file *y = *(struct file *const *)b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	return strcasecmp(x->name, y->name);
+}
+
+/* NAME, its ASCII letters' case swapped, in OTHER: 0, or -1: no letter. */
+static int
+swap_case(const char *name, char other[NAME_MAX + 1])
+{
+	int letters = 0;
+	size_t i;
+
+	for (i = 0; i < NAME_MAX && name[i] != '\0'; i++) {
+		letters |= isalpha((unsigned char)name[i]);
+		other[i] = isupper((unsigned char)name[i]) ?
+		    tolower((unsigned char)name[i]) :
+		    toupper((unsigned char)name[i]);
+	}
+	other[i] = '\0';
+	return letters && name[i] == '\0' ? 0 : -1;
+}
+
+/* Which of NAME (1) and OTHER (2) readdir lists in directory FD; -1. */
+static int
+listed(int fd, const char *name, const char *other)
+{
+	struct dirent *e;
+	DIR *d;
+	int r = 0;
+
+	if ((fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	/* cppcheck-suppress readdirCalled ; one thread; readdir_r is obsolete */
+	while (r != 3 && (e = readdir(d)) != NULL)
+		r |= (strcmp(e->d_name, name) == 0) |
+		    (strcmp(e->d_name, other) == 0) << 1;
+	closedir(d);
+	return r;
+}
+
+/*
+ * Does directory FD find NAME's file under NAME with the case of its
+ * letters swapped?  1, 0, or -1 if NAME cannot tell (not there, no
+ * letter).  Found under a name that readdir does not list, it is one file
+ * (exfat-fuse gives the two names different inode numbers, so comparing
+ * inodes cannot tell); listed under both, it is two.
+ */
+static int
+folds_name(int fd, const char *name)
+{
+	char other[NAME_MAX + 1];
+	struct stat st;
+	int l;
+
+	if (swap_case(name, other) < 0 ||
+	    fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -1;
+	if (fstatat(fd, other, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -1;
+	return (l = listed(fd, name, other)) < 0 ? -1 : l != 3;
+}
+
+/*
+ * Does directory FD ignore case (exFAT, vfat, NTFS with ignore_case)?
+ * Asked of NAMES (N of them), then of its entries, then of those of the
+ * directories above it on its file system: 1, 0, or -1 if none tells
+ * (an empty file system).  Nothing is written: --check asks it too.
+ */
+static int
+dir_folds(int fd, const char *const *names, size_t n)
+{
+	struct stat st, up;
+	struct dirent *e;
+	DIR *d;
+	int r = -1, level;
+	size_t i;
+
+	for (i = 0; r < 0 && i < n; i++)
+		r = folds_name(fd, names[i]);
+	if (r >= 0 || (fd = openat(fd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0)
+		return r;
+	for (level = 0; r < 0 && fd >= 0 && level < 64; level++) {
+		if (fstat(fd, &st) < 0 || (d = fdopendir(fd)) == NULL) {
+			close(fd);
+			break;
+		}
+		/* cppcheck-suppress readdirCalled ; as above */
+		while (r < 0 && (e = readdir(d)) != NULL)
+			r = folds_name(dirfd(d), e->d_name);
+		fd = openat(dirfd(d), "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		closedir(d);
+		if (fd >= 0 && (fstat(fd, &up) < 0 || up.st_dev != st.st_dev ||
+		    up.st_ino == st.st_ino)) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * Does J's directory ignore case?  Asked of it with J's temporary file,
+ * if it exists now: is it found under its name with the case of each
+ * letter swapped?
+ */
+static int
+folds_case(const struct file *j)
+{
+	char other[NAME_MAX + 1];
+	struct stat st;
+
+	return swap_case(j->tmpname, other) == 0 &&
+	    fstatat(j->dirfd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
+ * Are targets J and K, whose names (or with -b, J's backup name BAK and K's
+ * name) differ only in case, one file, their directory ignoring case?
+ * Told by a temporary file if one exists (after step 5), else by dir_folds;
+ * where nothing tells (--check -p, an empty file system), they are two.
+ */
+static int
+one_file(struct run *run, struct file *j, struct file *k, const char *bak)
+{
+	const char *names[3] = { j->name, k->name, bak };
+
+	if (j->makedirs || k->makedirs)
+		return 0;
+	if (k->state == READY)
+		return use_dir(run, k) == 0 && folds_case(k);
+	if (use_dir(run, j) < 0)
+		return 0;
+	if (j->state == READY)
+		return folds_case(j);
+	return dir_folds(j->dirfd, names, bak != NULL ? 3 : 2) > 0;
+}
+
+/*
+ * Where a directory ignores case, two names that differ only in the case
+ * of ASCII letters are one file: two targets so named are one given twice,
+ * and so is, with -b, a target and another's backup name.  Among the
+ * targets IN takes: 0, or -1 (said): a usage error.
+ */
+static int
+check_folded(struct run *run, int (*in)(const struct file *))
+{
+	char bak[2 * NAME_MAX + 2];
+	struct file **v, key, *k = &key, **hit;
+	size_t i, n = candidates(&v, in, 1);
+	int r = 0;
+
+	qsort(v, n, sizeof *v, by_folded_place);
+	for (i = 1; r == 0 && i < n; i++)
+		if (by_folded_place(&v[i - 1], &v[i]) == 0 &&
+		    strcmp(v[i - 1]->name, v[i]->name) != 0 &&
+		    one_file(run, v[i - 1], v[i], NULL)) {
+			warnx(v[i]->target, "the same file as %s on this file"
+			    " system, which ignores case; each target can be"
+			    " given once", v[i - 1]->target);
+			r = -1;
+		}
+	for (i = 0; r == 0 && opt.backup && i < n; i++) {
+		snprintf(bak, sizeof bak, "%s%s", v[i]->name, opt.suffix);
+		key.dir = v[i]->dir;
+		key.name = bak;
+		if ((hit = bsearch(&k, v, n, sizeof *v, by_folded_place)) ==
+		    NULL || strcmp((*hit)->name, bak) == 0 ||
+		    !one_file(run, v[i], *hit, bak))
+			continue;
+		warnx((*hit)->target, "is also the backup name of %s (-b) on"
+		    " this file system, which ignores case; a target cannot"
+		    " be another target's backup", v[i]->target);
+		r = -1;
+	}
+	free(v);
+	return r;
+}
+
+/*
+ * A target given twice, or as another's backup, under one name or, where
+ * the directory ignores case, two: a usage error, -1.
+ */
+static int
+check_duplicates(struct run *run)
 {
 	struct file **v;
 	size_t i, n = candidates(&v, resolved, 0);
@@ -5014,7 +5207,7 @@ check_duplicates(void)
 	if (r == 0)
 		r = check_backup_names(v, n);
 	free(v);
-	return r;
+	return r < 0 ? -1 : check_folded(run, resolved);
 }
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
@@ -5500,64 +5693,6 @@ report_jobs(size_t done, size_t left, int status)
 	return status;
 }
 
-static int
-by_folded_place(const void *a, const void *b)
-{
-	const struct file *x = *(struct file *const *)a;
-	const struct file *y = *(struct file *const *)b;
-
-	if (x->dir != y->dir)
-		return x->dir < y->dir ? -1 : 1;
-	return strcasecmp(x->name, y->name);
-}
-
-/*
- * Does J's directory ignore case (exFAT, vfat, ext4 casefold)?  Asked of it
- * with J's temporary file, which exists now: is it found under its name
- * with the case of each letter swapped?  (exfat-fuse gives the two names
- * different inode numbers, so comparing inodes cannot tell.)
- */
-static int
-folds_case(const struct file *j)
-{
-	char other[NAME_MAX + 1];
-	struct stat st;
-	size_t i;
-
-	for (i = 0; j->tmpname[i] != '\0'; i++)
-		other[i] = isupper((unsigned char)j->tmpname[i]) ?
-		    tolower((unsigned char)j->tmpname[i]) :
-		    toupper((unsigned char)j->tmpname[i]);
-	other[i] = '\0';
-	return strcmp(other, j->tmpname) != 0 &&
-	    fstatat(j->dirfd, other, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-/* Two names, one file where case is ignored: given twice, -1 (exit 2). */
-static int
-check_case_duplicates(struct run *run)
-{
-	struct file **v, *j;
-	size_t i, n = candidates(&v, placed, 1);
-	int r = 0;
-
-	qsort(v, n, sizeof *v, by_folded_place);
-	for (i = 1; r == 0 && i < n; i++) {
-		if (by_folded_place(&v[i - 1], &v[i]) != 0)
-			continue;
-		j = v[i]->state == READY ? v[i] : v[i - 1];
-		if (j->state == READY && use_dir(run, j) == 0 &&
-		    folds_case(j)) {
-			warnx(v[i]->target, "the same file as %s on this file"
-			    " system, which ignores case; each target can be"
-			    " given once", v[i - 1]->target);
-			r = -1;
-		}
-	}
-	free(v);
-	return r;
-}
-
 /*
  * After the files are filled, before the first rename: what can still fail
  * for a target fails it now, while nothing is replaced.
@@ -5611,7 +5746,7 @@ prepare_all(struct run *run)
 		if (resolve_job(run, &jobs[i]) < 0)
 			nfailed += abandon_resolved(&jobs[i]);
 	make_temp_names();
-	if (check_duplicates() < 0)
+	if (check_duplicates(run) < 0)
 		return 2;
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].state == TODO && check_job_dir(run, &jobs[i]) < 0)
@@ -5632,7 +5767,7 @@ prepare_all(struct run *run)
 		    nfailed, njobs);
 		return opt.failstatus;
 	}
-	return check_case_duplicates(run) < 0 ? 2 : 0;
+	return check_folded(run, placed) < 0 ? 2 : 0;
 }
 
 /*
@@ -5901,7 +6036,7 @@ check_all(struct run *run)
 		failed("stdout", "%s", strerror(errno));
 		return opt.failstatus;
 	}
-	if (check_duplicates() < 0)
+	if (check_duplicates(run) < 0)
 		return 2;
 	if (nfailed > 0 && run->single)
 		return jobs[0].status;

@@ -5,17 +5,20 @@
 
 load helpers
 
-# mount_ntfs DIR: a fresh NTFS image on DIR through ntfs-3g.  Root only.
+# mount_ntfs DIR [SERVER [OPTIONS]]: a fresh NTFS image on DIR through
+# ntfs-3g (or SERVER: lowntfs-3g, which ignores case with -o ignore_case,
+# as Windows does).  Root only.
 mount_ntfs()
 {
 	require_root
-	require_cmd mkntfs ntfs-3g
+	require_cmd mkntfs "${2:-ntfs-3g}"
 	[ -c /dev/fuse ] || skip "no /dev/fuse"
 	local img="$BATS_TEST_TMPDIR/ntfs.img"
 	truncate -s 64M "$img"
 	mkntfs -q -F -f "$img" >/dev/null 2>&1 || skip "mkntfs failed"
 	mkdir -p "$1"
-	ntfs-3g "$img" "$1" 2>/dev/null || skip "ntfs-3g cannot mount"
+	"${2:-ntfs-3g}" ${3:+-o "$3"} "$img" "$1" 2>/dev/null ||
+	    skip "${2:-ntfs-3g} cannot mount"
 	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
 }
 
@@ -125,6 +128,71 @@ new_files_on()
 	assert_status 2
 	assert_untouched m/d/README
 	assert_no_litter m
+}
+
+@test "exFAT: --check finds two names that differ only in case, as the run does (exit 2)" {
+	mount_exfat m
+	mkdir m/d m/e
+	echo one > README
+	echo two > lower
+	# Names that exist tell; so does, in an empty directory, its own name.
+	echo old > m/d/README
+	for d in d e; do
+		printf '%s\0' m/$d/README README m/$d/readme lower > list
+		run --separate-stderr "$PONYWRITE" --check --batch=list
+		assert_status 2
+		assert_stderr "ponywrite: m/$d/readme: the same file as m/$d/README on this file system, which ignores case; each target can be given once"
+	done
+}
+
+@test "NTFS ignoring case: -b refuses a target that is another's backup name in other letters (exit 2, nothing written)" {
+	# Issue 54, item 1: exit 0 on 3a292d9, and A~'s new content lost.
+	mount_ntfs m lowntfs-3g ignore_case
+	mkdir m/M
+	echo olda > m/M/a
+	echo oldA > m/M/A~
+	echo srcAb > srcAb
+	echo srca > srca
+	snapshot m/M/a m/M/A~
+	printf '%s\0' m/M/A~ srcAb m/M/a srca > list
+	local msg="ponywrite: m/M/A~: is also the backup name of m/M/a (-b) on this file system, which ignores case; a target cannot be another target's backup"
+	run --separate-stderr "$PONYWRITE" --check -b --batch=list
+	assert_status 2
+	assert_stderr "$msg"
+	run --separate-stderr "$PONYWRITE" -b --batch=list
+	assert_status 2
+	assert_stderr "$msg"
+	assert_untouched m/M/a m/M/A~
+	assert_no_litter m
+	# A~ new: a's backup would still be the same file.
+	rm m/M/A~
+	run --separate-stderr "$PONYWRITE" -b --batch=list
+	assert_status 2
+	assert_stderr "$msg"
+	[ "$(ls -A m/M)" = a ] || fail "m/M holds: $(ls -A m/M)"
+	assert_untouched m/M/a
+	# Without -b they are two files' names... of one file: given twice.
+	run --separate-stderr "$PONYWRITE" --batch=- < <(printf '%s\0' m/M/A srcAb m/M/a srca)
+	assert_status 2
+	assert_untouched m/M/a
+	assert_no_litter m
+}
+
+@test "NTFS keeping case: -b with a target named as another's backup in other letters replaces both" {
+	mount_ntfs m
+	echo olda > m/a
+	echo oldA > m/A~
+	echo srcAb > srcAb
+	echo srca > srca
+	printf '%s\0' m/A~ srcAb m/a srca > list
+	run --separate-stderr "$PONYWRITE" --check -b --batch=list
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -b --batch=list
+	assert_status 0
+	assert_content m/A~ $'srcAb\n'
+	assert_content m/a $'srca\n'
+	assert_content m/a~ $'olda\n'
+	assert_content m/A~~ $'oldA\n'
 }
 
 @test "ext4: names that differ only in case are two targets" {
