@@ -785,6 +785,19 @@ join(const char *dir, const char *name)
 	return p;
 }
 
+/*
+ * How many bytes of S, at most KEEP, end between UTF-8 characters, never
+ * inside one: NTFS and exFAT refuse a name that is not valid UTF-8.
+ */
+static size_t
+utf8_fit(const char *s, size_t keep)
+{
+	if (keep < strlen(s))
+		while (keep > 0 && (s[keep] & 0xc0) == 0x80)
+			keep--;		/* a continuation byte */
+	return keep;
+}
+
 /* Split PATH into a directory ("." if none) and a final name. */
 static int
 split_path(const char *path, char **dir, char **name)
@@ -1995,6 +2008,22 @@ stat_name(struct file *f)
 	return 0;
 }
 
+static long name_max(const struct file *);
+
+/*
+ * Is F's name, not found, longer than its directory's NAME_MAX where that
+ * is less than the kernel's (fuse-overlayfs: 251)?  Such a server says
+ * only that the name does not exist; the rename would fail.  (ntfs-3g
+ * counts in UTF-16, not bytes: its 255 stays the kernel's.)
+ */
+static int
+too_long(const struct file *f)
+{
+	size_t n = strlen(f->name);
+
+	return n > _POSIX_NAME_MAX && n > (size_t)name_max(f);
+}
+
 /*
  * From F's name in its directory, follow links (unless -P) to the file
  * itself, or to the name where it does not exist yet.
@@ -2008,6 +2037,8 @@ reach_file(struct file *f)
 		if (names_dir(f->name))
 			return failed(f->target, "not a regular file");
 		if (stat_name(f) < 0) {
+			if (errno == ENOENT && too_long(f))
+				errno = ENAMETOOLONG;
 			if (errno != ENOENT)
 				return failed_errno(f->target);
 			f->exists = 0;
@@ -2367,11 +2398,13 @@ static int
 lock_missing(struct file *f)
 {
 	char name[NAME_MAX + 1], *copy;
+	long max = name_max(f);
 	struct stat st;
 	int fd, r = 0;
 
-	snprintf(name, sizeof name, ".%.*s.ponywrite-lock", NAME_MAX - 16,
-	    f->name);
+	/* NAME shortened to fit, as a temporary name is (hidden_name). */
+	snprintf(name, sizeof name, ".%.*s.ponywrite-lock",
+	    (int)utf8_fit(f->name, max > 16 ? (size_t)max - 16 : 0), f->name);
 	if ((fd = open_lock_file(f, name)) < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
@@ -2698,9 +2731,8 @@ hidden_buffer(char **p, const struct file *f, const char *suffix)
 }
 
 /*
- * ".NAME.RANDOM", with NAME shortened so that the whole fits MAX, the
- * directory's NAME_MAX.  The cut falls between UTF-8 characters, never inside
- * one: NTFS and exFAT refuse a name that is not valid UTF-8.
+ * ".NAME.RANDOM", with NAME shortened (utf8_fit) so that the whole fits
+ * MAX, the directory's NAME_MAX.
  */
 static int
 hidden_name(char *dst, const char *name, const char *suffix, long max)
@@ -2710,11 +2742,8 @@ hidden_name(char *dst, const char *name, const char *suffix, long max)
 	int n;
 
 	snprintf(whole, sizeof whole, "%s%s", name, suffix);
-	if (keep < strlen(whole))
-		while (keep > 0 && (whole[keep] & 0xc0) == 0x80)
-			keep--;		/* a continuation byte */
-	n = snprintf(dst, hidden_size(name, suffix), ".%.*s.", (int)keep,
-	    whole);
+	n = snprintf(dst, hidden_size(name, suffix), ".%.*s.",
+	    (int)utf8_fit(whole, keep), whole);
 	return random_chars(dst + n, RANDOM_LEN);
 }
 

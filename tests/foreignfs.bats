@@ -110,6 +110,51 @@ new_files_on()
 	assert_no_litter m
 }
 
+@test "fuse-overlayfs (NAME_MAX 251): a longer new name is refused before anything is written, by --check too" {
+	# Issue 54, item 4: on 3a292d9 --check said create and a batch
+	# stopped with exit 4 after replacing the other target.
+	mount_fuse_overlayfs m
+	[ "$(getconf NAME_MAX m)" -lt 255 ] || skip "NAME_MAX here is $(getconf NAME_MAX m)"
+	local long
+	long=$(printf 'x%.0s' {1..253})
+	echo old > m/b
+	snapshot m/b
+	run --separate-stderr "$PONYWRITE" --check "m/$long" < /dev/null
+	assert_status 1
+	assert_stderr "ponywrite: m/$long: File name too long"
+	printf '%s\0' m/b /etc/hostname "m/$long" /etc/hostname > list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 1
+	assert_stderr "ponywrite: m/$long: File name too long
+ponywrite: nothing replaced: 1 of 2 targets failed"
+	assert_untouched m/b
+	assert_no_litter m
+}
+
+@test "the lock file's name fits the directory's NAME_MAX (fuse-overlayfs) and UTF-8 (exFAT)" {
+	# Issue 54, item 5: "File name too long" and EILSEQ on 3a292d9.
+	mount_fuse_overlayfs m
+	[ "$(getconf NAME_MAX m)" -lt 255 ] || skip "NAME_MAX here is $(getconf NAME_MAX m)"
+	local y e
+	y=$(printf 'y%.0s' {1..239})
+	run --separate-stderr "$PONYWRITE" -l "m/$y" < <(echo l)
+	assert_status 0
+	assert_content "m/$y" $'l\n'
+	run --separate-stderr "$PONYWRITE" -a "m/$y.a" < <(echo a)
+	assert_status 0
+	assert_content "m/$y.a" $'a\n'
+	assert_no_litter m
+	mount_exfat x
+	e=$(printf '\303\251%.0s' {1..120})
+	run --separate-stderr "$PONYWRITE" -l "x/$e" < <(echo l)
+	assert_status 0
+	assert_content "x/$e" $'l\n'
+	run --separate-stderr "$PONYWRITE" -a "x/$e" < <(echo a)
+	assert_status 0
+	assert_content "x/$e" $'l\na\n'
+	assert_no_litter x
+}
+
 @test "exFAT: two names that differ only in case are one target (exit 2, nothing written)" {
 	mount_exfat m
 	mkdir m/d
