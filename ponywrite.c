@@ -223,6 +223,9 @@ struct file {
 					   named once complete: needs_unnamed */
 	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
 					   its directories that exists */
+	unsigned dirfailed : 1;		/* step 1 could not open its directory,
+					   said once for the targets after it
+					   there (-t): resolve_job */
 	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
 					   what its flush after the renames
 					   makes durable */
@@ -2086,6 +2089,7 @@ resolve_target(struct file *f)
 	}
 	r = enter_dir(f, AT_FDCWD, dir, dir);
 	free(dir);
+	f->dirfailed = r < 0;
 	return r < 0 ? -1 : f->makedirs ? 0 : reach_file(f);
 }
 
@@ -4860,11 +4864,27 @@ share_dir(struct run *run, struct file *j)
 	return 0;
 }
 
-/* Step 1 for J, and its file system's flush plan. */
+/* Are the targets A and B named in one directory, as given? */
+static int
+same_dir_named(const char *a, const char *b)
+{
+	size_t n = (size_t)(last_name(a) - a);
+
+	return n == (size_t)(last_name(b) - b) && memcmp(a, b, n) == 0;
+}
+
+/*
+ * Step 1 for J, and its file system's flush plan.  A directory that the
+ * target before could not open fails J unsaid: -t with 10,000 sources and
+ * a missing directory says so once, as cp does.
+ */
 static int
 resolve_job(struct run *run, struct file *j)
 {
-	if (resolve_target(j) < 0)
+	if (j > jobs && j[-1].dirfailed && same_dir_named(j[-1].target,
+	    j->target))
+		j->dirfailed = 1;
+	if (j->dirfailed || resolve_target(j) < 0)
 		return -1;
 	j->dir = j - jobs;
 	if (j->makedirs) {	/* --check -p: not a directory to share */

@@ -55,6 +55,27 @@ pairs()
 	assert_no_litter
 }
 
+@test "-t with a missing directory says so once, not once per source; --check too" {
+	# Issue 54, item 6: 10,000 sources printed the line 10,000 times.
+	mkdir s
+	local i
+	for i in $(seq 100); do echo "$i" > "s/$i"; done
+	run --separate-stderr "$PONYWRITE" -t missing s/*
+	assert_status 1
+	assert_stderr $'ponywrite: missing: No such file or directory\nponywrite: nothing replaced: 100 of 100 targets failed'
+	[ ! -e missing ] || fail "missing was made"
+	run --separate-stderr "$PONYWRITE" --check -t missing s/*
+	assert_status 1
+	assert_stderr $'ponywrite: missing: No such file or directory\nponywrite: a run would replace nothing: 100 of 100 targets would fail'
+	[ "$(grep -c '^fail' <<<"$output")" = 100 ] || fail "--check printed: $output"
+	# Another directory after it is still asked, and said.
+	mkdir d
+	run --separate-stderr "$PONYWRITE" --batch=<(pairs missing/a s/1 missing/b s/2 d/a s/1 gone/a s/1)
+	assert_status 1
+	assert_stderr $'ponywrite: missing: No such file or directory\nponywrite: gone: No such file or directory\nponywrite: nothing replaced: 3 of 4 targets failed'
+	assert_no_litter
+}
+
 @test "--batch=LIST: targets in several directories, odd names, a source from stdin" {
 	mkdir -p one two s
 	echo old > one/t
