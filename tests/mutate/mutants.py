@@ -282,17 +282,37 @@ M("ifchanged-readonly-fails", "create_temp",
 M("ifchanged-readonly-longer", "input_unchanged",
   [("if (!same || off != f->st.st_size ||", "if (!same ||")],
   "-C on a read-only mount takes a prefix of the target as unchanged", "ifchanged")
-M("case-duplicates-unchecked", "check_case_duplicates",
-  [("if (j->state == READY && use_dir(run, j) == 0 &&\n\t\t    folds_case(j)) {", "if (0) {")],
+M("case-duplicates-unchecked", "check_folded",
+  [("\t\t    one_file(run, v[i - 1], v[i], NULL)) {", "\t\t    0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
+M("case-backup-unchecked", "check_folded",
+  [("\t\t    !one_file(run, v[i], *hit, bak))", "\t\t    1)")],
+  "-b on NTFS ignoring case: a target A~ is a's backup too; its new"
+  " content lost", "backup")
+M("case-asked-of-names-only", "dir_folds",
+  [("\t\t\tr = folds_name(dirfd(d), e->d_name);", "\t\t\t;")],
+  "--check in an empty directory that ignores case cannot tell: README and"
+  " readme pass --check, the run refuses them", "backup")
+M("name-too-long-unchecked", "reach_file",
+  [("if (errno == ENOENT && too_long(f))", "if (0)")],
+  "a new name longer than fuse-overlayfs's 251: --check says create, a"
+  " batch stops after a replace", "open")
+M("lock-name-255", "lock_missing", [("long max = name_max(f);", "long max = NAME_MAX;")],
+  "the lock file's name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
+M("dir-failed-said-each", "resolve_job",
+  [("if (j->dirfailed || resolve_target(j) < 0)", "if (resolve_target(j) < 0)")],
+  "-t with a missing directory says it once per source", "many")
 M("nolink-message-bare", "failed_link",
   [("\t\treturn failed_nolink(f);", "\t\t;")],
   "-b without hard links says only Operation not permitted", "backup")
 M("temp-name-255", "name_temp", [("long max = name_max(f);", "long max = NAME_MAX;")],
   "the temporary name assumes NAME_MAX is 255 (fuse-overlayfs has 251)", "open")
 M("temp-name-cut-in-char", "hidden_name",
-  [("while (keep > 0 && (whole[keep] & 0xc0) == 0x80)", "while (0)")],
+  [("(int)utf8_fit(whole, keep)", "(int)keep")],
   "the temporary name is cut inside a UTF-8 character (NTFS refuses it)", "open")
+M("lock-name-cut-in-char", "lock_missing",
+  [("(int)utf8_fit(f->name,", "(int)(")],
+  "the lock file's name is cut inside a UTF-8 character (exFAT refuses it)", "open")
 M("modeless-new-file-refused", "set_mode",
   [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn 0;", "")],
   "a new file on NTFS is refused for the mode the file system gives it", "metadata")
