@@ -223,6 +223,7 @@ struct file {
 					   named once complete: needs_unnamed */
 	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
 					   its directories that exists */
+	unsigned resolved : 1;		/* step 1 found its place (has_place) */
 	unsigned dirfailed : 1;		/* step 1 could not open its directory,
 					   said once for the targets after it
 					   there (-t): resolve_job */
@@ -2014,17 +2015,26 @@ stat_name(struct file *f)
 static long name_max(const struct file *);
 
 /*
- * Is F's name, not found, longer than its directory's NAME_MAX where that
- * is less than the kernel's (fuse-overlayfs: 251)?  Such a server says
- * only that the name does not exist; the rename would fail.  (ntfs-3g
- * counts in UTF-16, not bytes: its 255 stays the kernel's.)
+ * Is F's name, not found, too long for its directory?  Longer than its
+ * NAME_MAX where that is less than the kernel's (fuse-overlayfs: 251: such
+ * a server says only that the name does not exist, and the rename fails),
+ * or than 255 UTF-16 units, which no file system takes (NTFS and exFAT
+ * count those, not bytes: a longer name of fewer characters is theirs).
  */
 static int
 too_long(const struct file *f)
 {
-	size_t n = strlen(f->name);
+	const unsigned char *p = (const unsigned char *)f->name;
+	size_t n = strlen(f->name), units = 0;
+	long max;
 
-	return n > _POSIX_NAME_MAX && n > (size_t)name_max(f);
+	if (n <= _POSIX_NAME_MAX)
+		return 0;
+	if ((max = name_max(f)) < NAME_MAX)
+		return n > (size_t)max;
+	for (; *p != '\0'; p++)	/* a character a unit, 4 bytes two */
+		units += ((*p & 0xc0) != 0x80) + ((*p & 0xf8) == 0xf0);
+	return units > (size_t)max;
 }
 
 /*
@@ -2089,8 +2099,15 @@ resolve_target(struct file *f)
 	}
 	r = enter_dir(f, AT_FDCWD, dir, dir);
 	free(dir);
-	f->dirfailed = r < 0;
-	return r < 0 ? -1 : f->makedirs ? 0 : reach_file(f);
+	if ((f->dirfailed = r < 0))
+		return -1;
+	if (!f->makedirs)
+		return reach_file(f);
+	if (too_long(f)) {	/* --check -p: asked of the last that exists */
+		errno = ENAMETOOLONG;
+		return failed_errno(f->target);
+	}
+	return 0;
 }
 
 /*
@@ -4577,6 +4594,25 @@ link_backup(struct file *f)
 }
 
 /*
+ * Why F, which exists, cannot be replaced, in WHY (N bytes): a mount point,
+ * or immutable or append-only (chattr).  1 if it cannot, 0 if it can.
+ */
+static int
+replace_refusal(const struct file *f, char *why, size_t n)
+{
+	const char *flag;
+
+	if (!opt.inplace && mount_point(f, f->name))
+		snprintf(why, n, "is a mount point and cannot be replaced: %s",
+		    strerror(EBUSY));
+	else if ((flag = chattr_refusal(f->fd)) != NULL)
+		snprintf(why, n, "is %s; cannot be replaced", flag);
+	else
+		return 0;
+	return 1;
+}
+
+/*
  * The target: a mount point cannot be renamed over, nor a file with chattr
  * +i or +a; with BACKUP, -b's name is checked too, and that the file system
  * has hard links.
@@ -4584,16 +4620,13 @@ link_backup(struct file *f)
 static int
 check_replaceable(struct file *f, int backup)
 {
-	const char *why;
+	char why[128];
 	long max;
 
 	if (!f->exists)
 		return 0;
-	if (!opt.inplace && mount_point(f, f->name))
-		return failed(f->target, "is a mount point and cannot be"
-		    " replaced: %s", strerror(EBUSY));
-	if ((why = chattr_refusal(f->fd)) != NULL)
-		return failed(f->target, "is %s; cannot be replaced", why);
+	if (replace_refusal(f, why, sizeof why))
+		return failed(f->target, "%s", why);
 	if (!backup || !opt.backup || (max = check_backup_name(f)) == 0)
 		return 0;
 	return max < 0 ? -1 : probe_link(f, max);
@@ -4889,6 +4922,7 @@ resolve_job(struct run *run, struct file *j)
 	j->dir = j - jobs;
 	if (j->makedirs) {	/* --check -p: not a directory to share */
 		j->plan = fs_plan(j->dirfd, 0);
+		j->resolved = 1;
 		return 0;
 	}
 	/* One target has no directory to share (and needs no fstat). */
@@ -4896,6 +4930,7 @@ resolve_job(struct run *run, struct file *j)
 		return -1;
 	if (j->dir != (size_t)(j - jobs)) {
 		j->plan = jobs[j->dir].plan;
+		j->resolved = 1;
 		return 0;
 	}
 	if (j > jobs && j[-1].state != FAILED && j[-1].dev == j->dev)
@@ -4904,6 +4939,7 @@ resolve_job(struct run *run, struct file *j)
 		j->plan = fs_plan(j->dirfd, 0);
 	make_room(run);
 	add_open_dir(run, j);
+	j->resolved = 1;
 	return 0;
 }
 
@@ -4935,10 +4971,11 @@ backup_bit(const struct file *j, int fold, size_t bits)
 	return place_bit(j->dir, name, fold, bits);
 }
 
+/* Has J a place, step 1 done (in --check, even if a later step failed)? */
 static int
-resolved(const struct file *j)
+has_place(const struct file *j)
 {
-	return j->state != FAILED;
+	return j->resolved;
 }
 
 /* Has J a place in its directory once the files are filled? */
@@ -5170,16 +5207,31 @@ folds_case(const struct file *j)
 /*
  * Are targets J and K, whose names (or with -b, J's backup name BAK and K's
  * name) differ only in case, one file, their directory ignoring case?
- * Told by a temporary file if one exists (after step 5), else by dir_folds;
- * where nothing tells (--check -p, an empty file system), they are two.
+ * Told by a temporary file if one exists (after step 5), else by dir_folds
+ * (--check -p: of the first of their directories that exists); where
+ * nothing tells (an empty file system), they are two.
  */
 static int
 one_file(struct run *run, struct file *j, struct file *k, const char *bak)
 {
 	const char *names[3] = { j->name, k->name, bak };
+	char *p, *slash;
+	int fd, r;
 
-	if (j->makedirs || k->makedirs)
-		return 0;
+	if (j->makedirs) {	/* --check -p: asked of the first that exists */
+		if ((p = strdup(j->dirpath)) == NULL)
+			return 0;
+		while ((fd = open(*p != '\0' ? p : "/", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) < 0 && (slash = strrchr(p, '/')) != NULL)
+			*slash = '\0';
+		if (fd < 0)
+			fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		free(p);
+		r = fd >= 0 && dir_folds(fd, NULL, 0) > 0;
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
 	if (k->state == READY)
 		return use_dir(run, k) == 0 && folds_case(k);
 	if (use_dir(run, j) < 0)
@@ -5238,7 +5290,7 @@ static int
 check_duplicates(struct run *run)
 {
 	struct file **v;
-	size_t i, n = candidates(&v, resolved, 0);
+	size_t i, n = candidates(&v, has_place, 0);
 	int r = 0;
 
 	qsort(v, n, sizeof *v, by_place);
@@ -5256,7 +5308,7 @@ check_duplicates(struct run *run)
 	if (r == 0)
 		r = check_backup_names(v, n);
 	free(v);
-	return r < 0 ? -1 : check_folded(run, resolved);
+	return r < 0 ? -1 : check_folded(run, has_place);
 }
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */
@@ -5916,7 +5968,17 @@ check_unnamed(const struct file *f)
 static int
 check_owner(const struct file *f)
 {
-	return can_give_owner(f) ? 0 : failed_owner(f, EPERM);
+	if (can_give_owner(f))
+		return 0;
+	if (opt.ifchanged && f->exists) {	/* as apply_metadata: -C may not
+						   need to */
+		warnx(f->target, "a run fails unless nothing changes (-C):"
+		    " cannot give owner %lu and group %lu: %s",
+		    (unsigned long)f->meta.uid, (unsigned long)f->meta.gid,
+		    strerror(EPERM));
+		return 0;
+	}
+	return failed_owner(f, EPERM);
 }
 
 /*
@@ -5947,18 +6009,40 @@ check_input(struct run *run, const struct file *f)
 	return 0;
 }
 
+/* -b's name (check_backup_name); with -C a run needs it only for a change. */
+static int
+check_backup(const struct file *f)
+{
+	if (!opt.backup || !f->exists || check_backup_name(f) >= 0)
+		return 0;
+	if (!opt.ifchanged)
+		return -1;
+	warnx(f->target, "a run fails unless nothing changes (-C): the"
+	    " backup, as said above");
+	return 0;
+}
+
 /* Steps 1 to 5 for J as far as they can go without writing. */
 static int
 check_job(struct run *run, struct file *j)
 {
-	if (open_target(j) < 0 || check_replaceable(j, 0) < 0 ||
-	    decide_metadata(j, run->umask) < 0)
+	char why[128];
+
+	if (j->makedirs && check_writable(j) < 0) {
+		j->resolved = 0;	/* a run fails at step 1, making them */
 		return -1;
+	}
+	if (open_target(j) < 0 || (!opt.ifchanged &&
+	    check_replaceable(j, 0) < 0) || decide_metadata(j, run->umask) < 0)
+		return -1;
+	/* As make_ready: with -C, only a change needs the rename. */
+	if (opt.ifchanged && j->exists && replace_refusal(j, why, sizeof why))
+		warnx(j->target, "a run fails unless nothing changes (-C): %s",
+		    why);
 	j->flushes = plan_flushes(run, j);
 	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
 	    check_sticky(run, j) < 0 || check_keep_old(run, j) < 0 ||
-	    check_owner(j) < 0 ||
-	    (opt.backup && j->exists && check_backup_name(j) < 0))
+	    check_owner(j) < 0 || check_backup(j) < 0)
 		return -1;
 	return check_input(run, j);
 }
@@ -6085,6 +6169,11 @@ check_all(struct run *run)
 		failed("stdout", "%s", strerror(errno));
 		return opt.failstatus;
 	}
+	/* -p: the targets of one missing directory, given in a row, share it. */
+	for (i = 1; i < njobs; i++)
+		if (jobs[i].makedirs && jobs[i - 1].makedirs &&
+		    strcmp(jobs[i].dirpath, jobs[i - 1].dirpath) == 0)
+			jobs[i].dir = jobs[i - 1].dir;
 	if (check_duplicates(run) < 0)
 		return 2;
 	if (nfailed > 0 && run->single)
