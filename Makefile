@@ -59,6 +59,10 @@ ci:
 longcheck:
 	tests/longcheck
 
+# The generated differential test, more than make check's 300 scenarios.
+differential: ponywrite
+	tests/differential/run --count $${COUNT:-2000}
+
 # The README's two commands as root in a fresh minimal Debian 12 (root).
 freshcheck:
 	tests/freshcheck
@@ -187,6 +191,6 @@ uninstall:
 clean:
 	rm -f ponywrite ponywrite-static ponywrite-asan
 
-.PHONY: all check test deps ci longcheck freshcheck deb fscheck static staticcheck sanitize \
+.PHONY: all check test deps ci longcheck differential freshcheck deb fscheck static staticcheck sanitize \
 	lint fuzz installcheck hardening usercheck crashtest blockcrash blockcrash-nosync blockcrash-flushes guarantees mutate docs readme-tables install \
 	uninstall clean
