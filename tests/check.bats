@@ -179,6 +179,94 @@ same_verdict()
 	assert_no_litter
 }
 
+# same_status ARG...: --check ARG... exits as the run then does (stdin from
+# $BATS_TEST_TMPDIR/in), and a run that fails leaves the tree as it was
+# (but, with -p, the directories it made).
+same_status()
+{
+	local before cstatus=0
+	before=$(tree_state)
+	"${PW_PREFIX[@]}" "$PONYWRITE" --check "$@" <"$BATS_TEST_TMPDIR/in" >/dev/null 2>&1 || cstatus=$?
+	run --separate-stderr "${PW_PREFIX[@]}" "$PONYWRITE" "$@" <"$BATS_TEST_TMPDIR/in"
+	[ "$status" = "$cstatus" ] || fail "$*: --check exit $cstatus, the run $status ($stderr)"
+	[ "$status" = 0 ] || [[ " $* " == *" -p "* ]] || [ "$(tree_state)" = "$before" ] ||
+	    fail "$*: a failed run changed the tree"
+}
+
+@test "--check exits as the run where the generated test found them apart: a duplicate among failures, -C with what only a change needs, -p" {
+	# tests/differential found each on c9d7ff2.
+	require_root
+	echo old > "$BATS_TEST_TMPDIR/in"
+	mkdir d s
+	echo old > s/a
+	echo old > d/a
+	echo old > d/i
+	echo old > d/m
+	echo x > other
+	local long
+	long=$(printf 'L%.0s' {1..255})
+	echo old > "d/$long"
+	# A target given twice is a usage error even where another check fails
+	# it: --check said 1.
+	chattr +a d/a 2>/dev/null || skip "no chattr here"
+	printf 'd/a\0s/a\0d/a\0s/a\0' > list
+	same_status --batch=list
+	[ "$status" = 2 ] || fail "exit $status"
+	chattr -a d/a
+	# -C, nothing changed: a run needs no rename, so an immutable file, a
+	# mount point and a backup name too long are not failures: --check
+	# said 1.
+	chattr +i d/i
+	same_status -C d/i
+	[ "$status" = 0 ] || fail "exit $status"
+	chattr -i d/i
+	mount --bind d/a d/m || skip "cannot bind-mount"
+	PW_MOUNTS+=("$WORK/d/m")
+	same_status -C d/m
+	[ "$status" = 0 ] || fail "exit $status"
+	same_status -C -b "d/$long"
+	[ "$status" = 0 ] || fail "exit $status"
+	# -p: the targets of one missing directory are one place: --check
+	# said 0 to a duplicate and to a backup name.
+	printf 'n/x/a\0s/a\0n/x/a\0s/a\0' > list
+	same_status -p --batch=list
+	[ "$status" = 2 ] || fail "exit $status"
+	printf 'n/x/a\0s/a\0n/x/a~\0s/a\0' > list
+	same_status -p -b --batch=list
+	[ "$status" = 2 ] || fail "exit $status"
+	# ... and a name over NAME_MAX there: --check said 0.
+	same_status -p "n/x/L$long"
+	[ "$status" = 1 ] || fail "exit $status"
+}
+
+@test "--check exits as the run as an ordinary user: -p where the directories cannot be made, a duplicate; -C with an owner it cannot keep" {
+	require_nobody
+	echo old > "$BATS_TEST_TMPDIR/in"
+	chmod 0644 "$BATS_TEST_TMPDIR/in"
+	mkdir s mine
+	echo old > s/a
+	chmod -R a+rX s
+	echo old > mine/t
+	chown nobody:nogroup mine
+	PW_PREFIX=("${NOBODY[@]}")
+	# The run fails at step 1, making them (exit 1); --check said 2.
+	printf 'n/x/a\0s/a\0n/x/a\0s/a\0' > list
+	chmod 0644 list
+	same_status -p --batch=list
+	[ "$status" = 1 ] || fail "exit $status"
+	# root's file in nobody's directory, unchanged: --check said 1.
+	same_status -C mine/t
+	[ "$status" = 0 ] || fail "exit $status"
+	# Changed, the run fails as --check warned.
+	echo new > "$BATS_TEST_TMPDIR/in"
+	run --separate-stderr "${NOBODY[@]}" "$PONYWRITE" --check -C mine/t <"$BATS_TEST_TMPDIR/in"
+	assert_status 0
+	assert_stderr_has "ponywrite: mine/t: a run fails unless nothing changes (-C): cannot give owner 0 and group 0: Operation not permitted"
+	run --separate-stderr "${NOBODY[@]}" "$PONYWRITE" -C mine/t <"$BATS_TEST_TMPDIR/in"
+	assert_status 1
+	assert_content mine/t $'old\n'
+}
+
 @test "--check finds what a run then fails on (root): read-only mount, mount point, chattr +i and +a, an immutable directory" {
 	require_root
 	echo new > "$BATS_TEST_TMPDIR/new"
