@@ -224,6 +224,8 @@ struct file {
 	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
 					   its directories that exists */
 	unsigned resolved : 1;		/* step 1 found its place (has_place) */
+	unsigned folding : 2;		/* on a directory's first job: does it
+					   ignore case?  0 not asked, 1, 2 no */
 	unsigned dirfailed : 1;		/* step 1 could not open its directory,
 					   said once for the targets after it
 					   there (-t): resolve_job */
@@ -3515,6 +3517,17 @@ meta_unchanged(const struct file *f)
 	    (f->meta.gid == (gid_t)-1 || f->meta.gid == f->st.st_gid);
 }
 
+/*
+ * -C: may a run leave F as it is, so that what only a change needs fails
+ * nothing yet (--check warns)?  Not if F is new, or if the metadata asked
+ * for (-m, -o, -g) differs from its own: then a change is certain.
+ */
+static int
+may_stay(const struct file *f)
+{
+	return opt.ifchanged && f->exists && meta_unchanged(f);
+}
+
 static int
 unchanged(const struct file *f, int fd, off_t size)
 {
@@ -4535,7 +4548,7 @@ check_keep_old(const struct run *run, struct file *f)
 	errno = EPERM;
 	if (no_links(f))
 		return 0;
-	if (opt.ifchanged) {	/* -C may not need it */
+	if (may_stay(f)) {	/* -C may not need it */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " cannot keep the old file linked: %s", strerror(errno));
 		return 0;
@@ -4556,7 +4569,7 @@ check_sticky(const struct run *run, const struct file *f)
 	    !sticky_keeps(f->dirfd, f->st.st_uid))
 		return 0;
 	errno = EPERM;
-	if (opt.ifchanged) {
+	if (may_stay(f)) {
 		warnx(f->target, "a run fails unless nothing changes (-C): the"
 		    " sticky directory lets only its owner or the file's rename"
 		    " over it: %s", strerror(errno));
@@ -5205,40 +5218,53 @@ folds_case(const struct file *j)
 }
 
 /*
- * Are targets J and K, whose names (or with -b, J's backup name BAK and K's
- * name) differ only in case, one file, their directory ignoring case?
- * Told by a temporary file if one exists (after step 5), else by dir_folds
- * (--check -p: of the first of their directories that exists); where
- * nothing tells (an empty file system), they are two.
+ * Does J's directory ignore case?  dir_folds, asked of J's, K's and BAK's
+ * names first.
  */
 static int
-one_file(struct run *run, struct file *j, struct file *k, const char *bak)
+ask_folding(struct run *run, struct file *j, struct file *k, const char *bak)
 {
 	const char *names[3] = { j->name, k->name, bak };
 	char *p, *slash;
 	int fd, r;
 
-	if (j->makedirs) {	/* --check -p: asked of the first that exists */
-		if ((p = strdup(j->dirpath)) == NULL)
-			return 0;
-		while ((fd = open(*p != '\0' ? p : "/", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) < 0 && (slash = strrchr(p, '/')) != NULL)
-			*slash = '\0';
-		if (fd < 0)
-			fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		free(p);
-		r = fd >= 0 && dir_folds(fd, NULL, 0) > 0;
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
+	if (!j->makedirs)
+		return use_dir(run, j) < 0 ? -1 :
+		    dir_folds(j->dirfd, names, bak != NULL ? 3 : 2);
+	/* --check -p: asked of the first of its directories that exists */
+	if ((p = strdup(j->dirpath)) == NULL)
+		return -1;
+	while ((fd = open(*p != '\0' ? p : "/", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0 && (slash = strrchr(p, '/')) != NULL)
+		*slash = '\0';
+	if (fd < 0)
+		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(p);
+	r = fd >= 0 ? dir_folds(fd, NULL, 0) : -1;
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+/*
+ * Are targets J and K, whose names (or with -b, J's backup name BAK and K's
+ * name) differ only in case, one file, their directory ignoring case?
+ * Told by a temporary file if one exists (after step 5), else by
+ * ask_folding, once a directory; where nothing tells (an empty file
+ * system), they are two.
+ */
+static int
+one_file(struct run *run, struct file *j, struct file *k, const char *bak)
+{
+	struct file *d = &jobs[j->dir];
+
 	if (k->state == READY)
 		return use_dir(run, k) == 0 && folds_case(k);
-	if (use_dir(run, j) < 0)
-		return 0;
 	if (j->state == READY)
-		return folds_case(j);
-	return dir_folds(j->dirfd, names, bak != NULL ? 3 : 2) > 0;
+		return use_dir(run, j) == 0 && folds_case(j);
+	if (d->folding == 0)	/* asked once a directory: a readdir may be long */
+		d->folding = ask_folding(run, j, k, bak) > 0 ? 1 : 2;
+	return d->folding == 1;
 }
 
 /*
@@ -5936,7 +5962,7 @@ check_writable(const struct file *f)
 	if (f->makedirs)
 		return failed(f->target, "cannot create the directories of %s:"
 		    " %s", f->dirpath, strerror(e));
-	if (opt.ifchanged && f->exists && (e == EROFS || e == EACCES)) {
+	if (may_stay(f) && (e == EROFS || e == EACCES)) {
 		/* As create_temp: -C can do without one. */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " %s: %s", f->dirpath, strerror(e));
@@ -5970,8 +5996,7 @@ check_owner(const struct file *f)
 {
 	if (can_give_owner(f))
 		return 0;
-	if (opt.ifchanged && f->exists) {	/* as apply_metadata: -C may not
-						   need to */
+	if (may_stay(f)) {	/* as apply_metadata: -C may not need to */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " cannot give owner %lu and group %lu: %s",
 		    (unsigned long)f->meta.uid, (unsigned long)f->meta.gid,
@@ -6015,7 +6040,7 @@ check_backup(const struct file *f)
 {
 	if (!opt.backup || !f->exists || check_backup_name(f) >= 0)
 		return 0;
-	if (!opt.ifchanged)
+	if (!may_stay(f))
 		return -1;
 	warnx(f->target, "a run fails unless nothing changes (-C): the"
 	    " backup, as said above");
@@ -6029,14 +6054,15 @@ check_job(struct run *run, struct file *j)
 	char why[128];
 
 	if (j->makedirs && check_writable(j) < 0) {
-		j->resolved = 0;	/* a run fails at step 1, making them */
+		j->resolved = 0;	/* a run fails at step 1, making them, */
+		j->dirfailed = 1;	/* and says so once (resolve_job) */
 		return -1;
 	}
-	if (open_target(j) < 0 || (!opt.ifchanged &&
-	    check_replaceable(j, 0) < 0) || decide_metadata(j, run->umask) < 0)
+	if (open_target(j) < 0 || decide_metadata(j, run->umask) < 0 ||
+	    (!may_stay(j) && check_replaceable(j, 0) < 0))
 		return -1;
 	/* As make_ready: with -C, only a change needs the rename. */
-	if (opt.ifchanged && j->exists && replace_refusal(j, why, sizeof why))
+	if (may_stay(j) && replace_refusal(j, why, sizeof why))
 		warnx(j->target, "a run fails unless nothing changes (-C): %s",
 		    why);
 	j->flushes = plan_flushes(run, j);

@@ -475,7 +475,7 @@ M("backup-name-target-allowed", "check_backup_names",
   [("if ((hit = bsearch(&k, v, n, sizeof *v, by_place)) == NULL)", "if (1)")],
   "-b: a target that is another target's backup name is replaced twice",
   "before-rename")
-M("mount-point-unchecked", "check_replaceable",
+M("mount-point-unchecked", "replace_refusal",
   [("if (!opt.inplace && mount_point(f, f->name))", "if (0)")],
   "a bind-mounted target is found only by the rename (after a command ran,"
   " or after other targets of a batch were replaced)", "before-rename")
@@ -645,3 +645,31 @@ M("in-place-unprobed", "create_exchange_temp",
   "inplace")
 M("in-place-set-id", "check_in_place", [("if ((f->st.st_mode & (S_ISUID | S_ISGID)) && geteuid() != 0)", "if (0)")],
   "--in-place by a user clears a set-ID bit", "inplace")
+
+# --- --check against the run (issue 54; found by tests/differential)
+M("check-duplicates-among-failed", "has_place",
+  [("return j->resolved;", "return j->state != FAILED;")],
+  "--check leaves out of the duplicates a target a later check fails: it"
+  " says 1 where the run says 2", "check")
+M("check-C-replaceable-fails", "check_job",
+  [("(!opt.ifchanged &&\n\t    check_replaceable(j, 0) < 0)", "check_replaceable(j, 0) < 0")],
+  "--check -C fails an immutable file or a mount point a run leaves"
+  " unchanged (exit 0)", "check")
+M("check-C-owner-fails", "check_owner",
+  [("if (opt.ifchanged && f->exists) {", "if (0) {")],
+  "--check -C fails an owner nobody cannot keep, where a run leaves the"
+  " file unchanged (exit 0)", "check")
+M("check-C-backup-fails", "check_backup",
+  [("\tif (!opt.ifchanged)\n\t\treturn -1;", "\treturn -1;")],
+  "--check -C fails a backup name a run with nothing changed never needs", "check")
+M("check-makedirs-not-shared", "check_all",
+  [("\t\t\tjobs[i].dir = jobs[i - 1].dir;", "\t\t\t;")],
+  "--check -p: a target given twice in a missing directory passes; the"
+  " run says 2", "check")
+M("check-makedirs-resolved", "check_job",
+  [("\t\tj->resolved = 0;", "\t\t;")],
+  "--check -p where the directories cannot be made: a duplicate says 2,"
+  " the run fails at step 1 (1)", "check")
+M("too-long-units-unchecked", "too_long",
+  [("\treturn units > (size_t)max;", "\treturn 0;")],
+  "--check -p: a name over 255 passes; the run fails", "check")
