@@ -6166,6 +6166,68 @@ print_check(const struct file *j, struct fsname *fs)
 	    opt.null ? '\0' : '\n');
 }
 
+/* A missing directory's path as a key: absolute, "." and "//" dropped. */
+static char *
+dir_key(const char *path, const char *cwd)
+{
+	char *key = xmalloc(strlen(cwd) + strlen(path) + 3), *o = key;
+	const char *p = path;
+	size_t n;
+
+	if (*path != '/' && strcmp(cwd, "/") != 0)
+		o += sprintf(o, "%s", cwd);
+	while (*p != '\0') {
+		n = strcspn(p, "/");
+		if (n > 0 && !(n == 1 && *p == '.'))
+			o += sprintf(o, "/%.*s", (int)n, p);
+		p += n + (p[n] == '/');
+	}
+	strcpy(o, o == key ? "/" : "");
+	return key;
+}
+
+struct dirkey {
+	char	*key;
+	size_t	 job;
+};
+
+static int
+by_key(const void *a, const void *b)
+{
+	const struct dirkey *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+
+	return c != 0 ? c : (x->job > y->job) - (x->job < y->job);
+}
+
+/*
+ * --check -p: the targets of one missing directory, however it is spelled
+ * ("n/x", "./n//x", its absolute path), share it, as they will once a run
+ * has made it: one place, where two targets are one given twice.
+ */
+static void
+share_missing_dirs(void)
+{
+	char cwd[PATH_MAX];
+	struct dirkey *v = xmalloc((njobs > 0 ? njobs : 1) * sizeof *v);
+	size_t i, n = 0;
+
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		cwd[0] = '\0';
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].makedirs && jobs[i].resolved) {
+			v[n].key = dir_key(jobs[i].dirpath, cwd);
+			v[n++].job = i;
+		}
+	qsort(v, n, sizeof *v, by_key);
+	for (i = 1; i < n; i++)
+		if (strcmp(v[i].key, v[i - 1].key) == 0)
+			jobs[v[i].job].dir = jobs[v[i - 1].job].dir;
+	for (i = 0; i < n; i++)
+		free(v[i].key);
+	free(v);
+}
+
 /*
  * --check, every target in turn, a line each on stdout: the exit status of
  * a run that met what the check found.
@@ -6195,11 +6257,7 @@ check_all(struct run *run)
 		failed("stdout", "%s", strerror(errno));
 		return opt.failstatus;
 	}
-	/* -p: the targets of one missing directory, given in a row, share it. */
-	for (i = 1; i < njobs; i++)
-		if (jobs[i].makedirs && jobs[i - 1].makedirs &&
-		    strcmp(jobs[i].dirpath, jobs[i - 1].dirpath) == 0)
-			jobs[i].dir = jobs[i - 1].dir;
+	share_missing_dirs();
 	if (check_duplicates(run) < 0)
 		return 2;
 	if (nfailed > 0 && run->single)

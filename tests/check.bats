@@ -253,8 +253,18 @@ same_status()
 	printf 'n/x/a\0s/a\0n/x/a~\0s/a\0' > list
 	same_status -p -b --batch=list
 	[ "$status" = 2 ] || fail "exit $status"
+	# Not in a row, and spelled apart (review: --check said 0).
+	rm -rf n
+	printf 'n/x/a\0s/a\0d/new\0s/a\0./n//x/a\0s/a\0' > list
+	same_status -p --batch=list
+	[ "$status" = 2 ] || fail "exit $status"
+	rm -rf n
+	printf 'n/x/a\0s/a\0d/new\0s/a\0%s/n/x/a\0s/a\0' "$PWD" > list
+	same_status -p --batch=list
+	[ "$status" = 2 ] || fail "exit $status"
+	rm -rf n
 	# ... and a name over NAME_MAX there: --check said 0.
-	same_status -p "n/x/L$long"
+	same_status -p "q/y/L$long"
 	[ "$status" = 1 ] || fail "exit $status"
 }
 
@@ -269,7 +279,7 @@ same_status()
 	chown nobody:nogroup mine
 	PW_PREFIX=("${NOBODY[@]}")
 	# The run fails at step 1, making them (exit 1); --check said 2.
-	printf 'n/x/a\0s/a\0n/x/a\0s/a\0' > list
+	printf 'n/x/a\0s/a\0s/b\0s/a\0n/x/a\0s/a\0' > list
 	chmod 0644 list
 	same_status -p --batch=list
 	[ "$status" = 1 ] || fail "exit $status"

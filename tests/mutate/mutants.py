@@ -652,18 +652,18 @@ M("check-duplicates-among-failed", "has_place",
   "--check leaves out of the duplicates a target a later check fails: it"
   " says 1 where the run says 2", "check")
 M("check-C-replaceable-fails", "check_job",
-  [("(!opt.ifchanged &&\n\t    check_replaceable(j, 0) < 0)", "check_replaceable(j, 0) < 0")],
+  [("(!may_stay(j) && check_replaceable(j, 0) < 0)", "check_replaceable(j, 0) < 0")],
   "--check -C fails an immutable file or a mount point a run leaves"
   " unchanged (exit 0)", "check")
 M("check-C-owner-fails", "check_owner",
-  [("if (opt.ifchanged && f->exists) {", "if (0) {")],
+  [("if (may_stay(f)) {", "if (0) {")],
   "--check -C fails an owner nobody cannot keep, where a run leaves the"
   " file unchanged (exit 0)", "check")
 M("check-C-backup-fails", "check_backup",
-  [("\tif (!opt.ifchanged)\n\t\treturn -1;", "\treturn -1;")],
+  [("\tif (!may_stay(f))\n\t\treturn -1;", "\treturn -1;")],
   "--check -C fails a backup name a run with nothing changed never needs", "check")
-M("check-makedirs-not-shared", "check_all",
-  [("\t\t\tjobs[i].dir = jobs[i - 1].dir;", "\t\t\t;")],
+M("check-makedirs-not-shared", "share_missing_dirs",
+  [("\t\t\tjobs[v[i].job].dir = jobs[v[i - 1].job].dir;", "\t\t\t;")],
   "--check -p: a target given twice in a missing directory passes; the"
   " run says 2", "check")
 M("check-makedirs-resolved", "check_job",
@@ -673,3 +673,10 @@ M("check-makedirs-resolved", "check_job",
 M("too-long-units-unchecked", "too_long",
   [("\treturn units > (size_t)max;", "\treturn 0;")],
   "--check -p: a name over 255 passes; the run fails", "check")
+M("may-stay-meta-ignored", "may_stay",
+  [("return opt.ifchanged && f->exists && meta_unchanged(f);", "return opt.ifchanged && f->exists;")],
+  "--check -C -m 0600 on an immutable file warns (exit 0); the run fails (1)", "check")
+M("check-makedirs-spelled-apart", "dir_key",
+  [("if (n > 0 && !(n == 1 && *p == '.'))", "if (1)")],
+  "--check -p: n/x/a and n/x//a (or ./n/x/a) are two places; the run"
+  " says given twice (2)", "check")
