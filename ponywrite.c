@@ -5246,25 +5246,31 @@ ask_folding(struct run *run, struct file *j, struct file *k, const char *bak)
 	return r;
 }
 
+/* ask_folding, once a directory: a readdir may be long. */
+static int
+ignores_case(struct run *run, struct file *j, struct file *k, const char *bak)
+{
+	struct file *d = &jobs[j->dir];
+
+	if (d->folding == 0)
+		d->folding = ask_folding(run, j, k, bak) > 0 ? 1 : 2;
+	return d->folding == 1;
+}
+
 /*
  * Are targets J and K, whose names (or with -b, J's backup name BAK and K's
  * name) differ only in case, one file, their directory ignoring case?
  * Told by a temporary file if one exists (after step 5), else by
- * ask_folding, once a directory; where nothing tells (an empty file
- * system), they are two.
+ * ignores_case; where nothing tells (an empty file system), they are two.
  */
 static int
 one_file(struct run *run, struct file *j, struct file *k, const char *bak)
 {
-	struct file *d = &jobs[j->dir];
-
 	if (k->state == READY)
 		return use_dir(run, k) == 0 && folds_case(k);
 	if (j->state == READY)
 		return use_dir(run, j) == 0 && folds_case(j);
-	if (d->folding == 0)	/* asked once a directory: a readdir may be long */
-		d->folding = ask_folding(run, j, k, bak) > 0 ? 1 : 2;
-	return d->folding == 1;
+	return ignores_case(run, j, k, bak);
 }
 
 /*
@@ -5308,6 +5314,69 @@ check_folded(struct run *run, int (*in)(const struct file *))
 	return r;
 }
 
+static int
+by_folded_target(const void *a, const void *b)
+{
+	return strcasecmp((*(struct file *const *)a)->target,
+	    (*(struct file *const *)b)->target);
+}
+
+/* Is J one that check_folded_paths compares? */
+static int
+in_folded_paths(const struct file *j, const unsigned char *twice,
+    size_t bits)
+{
+	return j->resolved && !j->makedirs &&
+	    bit_is_set(twice, place_bit(0, j->target, 1, bits));
+}
+
+/*
+ * Where directories ignore case, D/a and d/a are one file, in a directory
+ * that exfat-fuse gives two inode numbers: targets whose paths as given
+ * differ only in case, in two directories of one file system, are one
+ * given twice.  Their paths hashed folded; the few that share a hash
+ * sorted.  0, or -1 (said).
+ */
+static int
+check_folded_paths(struct run *run)
+{
+	size_t bits = 64, i, k, n = 0;
+	unsigned char *seen, *twice;
+	struct file **v;
+	int r = 0;
+
+	while (bits < 8 * njobs)
+		bits *= 2;
+	seen = xcalloc(2, bits / 8);
+	twice = seen + bits / 8;
+	for (i = 0; i < njobs; i++)
+		if (jobs[i].resolved && !jobs[i].makedirs) {
+			k = place_bit(0, jobs[i].target, 1, bits);
+			if (bit_is_set(seen, k))
+				set_bit(twice, k);
+			set_bit(seen, k);
+		}
+	for (i = 0; i < njobs; i++)
+		n += in_folded_paths(&jobs[i], twice, bits);
+	v = xmalloc((n > 0 ? n : 1) * sizeof *v);
+	for (i = 0, n = 0; i < njobs; i++)
+		if (in_folded_paths(&jobs[i], twice, bits))
+			v[n++] = &jobs[i];
+	qsort(v, n, sizeof *v, by_folded_target);
+	for (i = 1; r == 0 && i < n; i++)
+		if (by_folded_target(&v[i - 1], &v[i]) == 0 &&
+		    v[i - 1]->dir != v[i]->dir && v[i - 1]->dev == v[i]->dev &&
+		    ignores_case(run, v[i - 1], v[i], NULL)) {
+			warnx(v[i]->target, "the same file as %s on this file"
+			    " system, which ignores case; each target can be"
+			    " given once", v[i - 1]->target);
+			r = -1;
+		}
+	free(v);
+	free(seen);
+	return r;
+}
+
 /*
  * A target given twice, or as another's backup, under one name or, where
  * the directory ignores case, two: a usage error, -1.
@@ -5334,7 +5403,8 @@ check_duplicates(struct run *run)
 	if (r == 0)
 		r = check_backup_names(v, n);
 	free(v);
-	return r < 0 ? -1 : check_folded(run, has_place);
+	return r < 0 || check_folded(run, has_place) < 0 ? -1 :
+	    check_folded_paths(run);
 }
 
 /* Step 1 too: a directory that chattr closed fails each of its targets. */

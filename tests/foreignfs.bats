@@ -190,6 +190,46 @@ ponywrite: nothing replaced: 1 of 2 targets failed"
 	done
 }
 
+@test "exFAT: D/a and d/a are one file (exfat-fuse gives D and d two inode numbers): exit 2, by --check too" {
+	# Found by review: on c9d7ff2 both were "replaced", one content lost.
+	mount_exfat m
+	mkdir m/D
+	echo old > m/D/a
+	echo one > s1
+	echo two > s2
+	snapshot m/D/a
+	printf '%s\0' m/D/a s1 m/d/a s2 > list
+	local msg="ponywrite: m/d/a: the same file as m/D/a on this file system, which ignores case; each target can be given once"
+	run --separate-stderr "$PONYWRITE" --check --batch=list
+	assert_status 2
+	assert_stderr "$msg"
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 2
+	assert_stderr "$msg"
+	assert_untouched m/D/a
+	assert_no_litter m
+	# Other names there are two files.
+	printf '%s\0' m/D/a s1 m/d/b s2 > list
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 0
+	assert_content m/D/a $'one\n'
+	assert_content m/D/b $'two\n'
+}
+
+@test "ext4: D/a and d/a are two files" {
+	mount_fs ext4 m -F
+	mkdir m/D m/d
+	echo one > s1
+	echo two > s2
+	printf '%s\0' m/D/a s1 m/d/a s2 > list
+	run --separate-stderr "$PONYWRITE" --check --batch=list
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --batch=list
+	assert_status 0
+	assert_content m/D/a $'one\n'
+	assert_content m/d/a $'two\n'
+}
+
 @test "NTFS ignoring case: -b refuses a target that is another's backup name in other letters (exit 2, nothing written)" {
 	# Issue 54, item 1: exit 0 on 3a292d9, and A~'s new content lost.
 	mount_ntfs m lowntfs-3g ignore_case

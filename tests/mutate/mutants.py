@@ -680,3 +680,6 @@ M("check-makedirs-spelled-apart", "dir_key",
   [("if (n > 0 && !(n == 1 && *p == '.'))", "if (1)")],
   "--check -p: n/x/a and n/x//a (or ./n/x/a) are two places; the run"
   " says given twice (2)", "check")
+M("case-paths-unchecked", "check_folded_paths",
+  [("\t\t    ignores_case(run, v[i - 1], v[i], NULL)) {", "\t\t    0) {")],
+  "exFAT: D/a and d/a both replaced, one content lost", "backup")
