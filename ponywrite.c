@@ -2238,7 +2238,8 @@ make_room(struct run *run)
 static void
 grow_ring(struct run *run)
 {
-	size_t n = 2 * run->ringsize, *v = xmalloc(n * sizeof *v), i;
+	size_t n = run->ringsize > 0 ? 2 * run->ringsize : 16, i;
+	size_t *v = xmalloc(n * sizeof *v);
 
 	for (i = 0; i < run->nopen; i++)
 		v[i] = run->opendirs[(run->oldest + i) % run->ringsize];
