@@ -5315,66 +5315,75 @@ check_folded(struct run *run, int (*in)(const struct file *))
 	return r;
 }
 
+struct pathkey {
+	char		*key;
+	struct file	*job;
+};
+
 static int
-by_folded_target(const void *a, const void *b)
+by_folded_key(const void *a, const void *b)
 {
-	return strcasecmp((*(struct file *const *)a)->target,
-	    (*(struct file *const *)b)->target);
+	return strcasecmp(((const struct pathkey *)a)->key,
+	    ((const struct pathkey *)b)->key);
 }
 
-/* Is J one that check_folded_paths compares? */
-static int
-in_folded_paths(const struct file *j, const unsigned char *twice,
-    size_t bits)
+/* J's directory as the kernel names it (/proc/self/fd), "/", J's name. */
+static char *
+kernel_path(struct run *run, struct file *j)
 {
-	return j->resolved && !j->makedirs &&
-	    bit_is_set(twice, place_bit(0, j->target, 1, bits));
+	char proc[64], dir[PATH_MAX], *key;
+	ssize_t n;
+
+	if (use_dir(run, j) < 0)
+		return NULL;
+	snprintf(proc, sizeof proc, "/proc/self/fd/%d", j->dirfd);
+	if ((n = readlink(proc, dir, sizeof dir - 1)) < 0)
+		return NULL;
+	dir[n] = '\0';
+	key = xmalloc((size_t)n + strlen(j->name) + 2);
+	sprintf(key, "%s/%s", dir, j->name);
+	return key;
 }
 
 /*
  * Where directories ignore case, D/a and d/a are one file, in a directory
- * that exfat-fuse gives two inode numbers: targets whose paths as given
- * differ only in case, in two directories of one file system, are one
- * given twice.  Their paths hashed folded; the few that share a hash
- * sorted.  0, or -1 (said).
+ * that exfat-fuse gives two inode numbers: on a FUSE file system, targets
+ * whose paths, as the kernel names their directories (however they were
+ * spelled), differ only in case, in two directories, are one given twice.
+ * 0, or -1 (said).
  */
 static int
 check_folded_paths(struct run *run)
 {
-	size_t bits = 64, i, k, n = 0;
-	unsigned char *seen, *twice;
-	struct file **v;
+	struct pathkey *v;
+	size_t i, n = 0;
 	int r = 0;
 
-	while (bits < 8 * njobs)
-		bits *= 2;
-	seen = xcalloc(2, bits / 8);
-	twice = seen + bits / 8;
 	for (i = 0; i < njobs; i++)
-		if (jobs[i].resolved && !jobs[i].makedirs) {
-			k = place_bit(0, jobs[i].target, 1, bits);
-			if (bit_is_set(seen, k))
-				set_bit(twice, k);
-			set_bit(seen, k);
-		}
-	for (i = 0; i < njobs; i++)
-		n += in_folded_paths(&jobs[i], twice, bits);
-	v = xmalloc((n > 0 ? n : 1) * sizeof *v);
+		n += jobs[i].resolved && !jobs[i].makedirs &&
+		    (jobs[i].plan & PLAN_FUSE);
+	if (n < 2)
+		return 0;
+	v = xmalloc(n * sizeof *v);
 	for (i = 0, n = 0; i < njobs; i++)
-		if (in_folded_paths(&jobs[i], twice, bits))
-			v[n++] = &jobs[i];
-	qsort(v, n, sizeof *v, by_folded_target);
+		if (jobs[i].resolved && !jobs[i].makedirs &&
+		    (jobs[i].plan & PLAN_FUSE) &&
+		    (v[n].key = kernel_path(run, &jobs[i])) != NULL)
+			v[n++].job = &jobs[i];
+	qsort(v, n, sizeof *v, by_folded_key);
 	for (i = 1; r == 0 && i < n; i++)
-		if (by_folded_target(&v[i - 1], &v[i]) == 0 &&
-		    v[i - 1]->dir != v[i]->dir && v[i - 1]->dev == v[i]->dev &&
-		    ignores_case(run, v[i - 1], v[i], NULL)) {
-			warnx(v[i]->target, "the same file as %s on this file"
-			    " system, which ignores case; each target can be"
-			    " given once", v[i - 1]->target);
+		if (by_folded_key(&v[i - 1], &v[i]) == 0 &&
+		    v[i - 1].job->dir != v[i].job->dir &&
+		    v[i - 1].job->dev == v[i].job->dev &&
+		    ignores_case(run, v[i - 1].job, v[i].job, NULL)) {
+			warnx(v[i].job->target, "the same file as %s on this"
+			    " file system, which ignores case; each target can"
+			    " be given once", v[i - 1].job->target);
 			r = -1;
 		}
+	for (i = 0; i < n; i++)
+		free(v[i].key);
 	free(v);
-	free(seen);
 	return r;
 }
 
@@ -6033,8 +6042,10 @@ check_writable(const struct file *f)
 	if (f->makedirs)
 		return failed(f->target, "cannot create the directories of %s:"
 		    " %s", f->dirpath, strerror(e));
-	if (may_stay(f) && (e == EROFS || e == EACCES)) {
-		/* As create_temp: -C can do without one. */
+	if (may_stay(f) && !opt.append && opt.command == NULL &&
+	    (e == EROFS || e == EACCES)) {
+		/* As create_temp: -C can do without one (not with -a, nor in
+		   command mode: input_unchanged). */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " %s: %s", f->dirpath, strerror(e));
 		return 0;

@@ -283,6 +283,20 @@ same_status()
 	chmod 0644 list
 	same_status -p --batch=list
 	[ "$status" = 1 ] || fail "exit $status"
+	# -C -a, and -C in command mode, always need a temporary file, even
+	# unchanged (review: --check said 0).
+	mkdir ro5
+	echo old > ro5/t
+	chown nobody:nogroup ro5/t
+	chmod 0555 ro5
+	: > "$BATS_TEST_TMPDIR/empty"
+	cp "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/keep"
+	cp "$BATS_TEST_TMPDIR/empty" "$BATS_TEST_TMPDIR/in"
+	same_status -C -a ro5/t
+	[ "$status" = 1 ] || fail "exit $status"
+	cp "$BATS_TEST_TMPDIR/keep" "$BATS_TEST_TMPDIR/in"
+	same_status -C ro5/t cat ro5/t
+	[ "$status" = 125 ] || fail "exit $status"
 	# Said once for the targets there, as the run does (review: a line each).
 	run --separate-stderr "${NOBODY[@]}" "$PONYWRITE" --check -p -t n/x s/a s/a s/a
 	assert_status 1

@@ -208,12 +208,27 @@ ponywrite: nothing replaced: 1 of 2 targets failed"
 	assert_stderr "$msg"
 	assert_untouched m/D/a
 	assert_no_litter m
-	# Other names there are two files.
-	printf '%s\0' m/D/a s1 m/d/b s2 > list
+	# However the directory is spelled (review: ./d/a, d//a and a link to
+	# d were not found on the commit before).
+	ln -s "$PWD/m/d" link
+	local other
+	for other in ./m/d/a m/d//a "$PWD/m/d/A" link/a; do
+		printf '%s\0' m/D/a s1 "$other" s2 > list
+		run --separate-stderr "$PONYWRITE" --check --batch=list
+		assert_status 2
+		run --separate-stderr "$PONYWRITE" --batch=list
+		assert_status 2
+		assert_untouched m/D/a
+	done
+	assert_no_litter m
+	# Other names there, and a in another directory, are two files.
+	mkdir m/E
+	printf '%s\0' m/D/a s1 m/d/b s2 m/E/a s2 > list
 	run --separate-stderr "$PONYWRITE" --batch=list
 	assert_status 0
 	assert_content m/D/a $'one\n'
 	assert_content m/D/b $'two\n'
+	assert_content m/E/a $'two\n'
 }
 
 @test "ext4: D/a and d/a are two files" {

@@ -681,5 +681,13 @@ M("check-makedirs-spelled-apart", "dir_key",
   "--check -p: n/x/a and n/x//a (or ./n/x/a) are two places; the run"
   " says given twice (2)", "check")
 M("case-paths-unchecked", "check_folded_paths",
-  [("\t\t    ignores_case(run, v[i - 1], v[i], NULL)) {", "\t\t    0) {")],
+  [("\t\t    ignores_case(run, v[i - 1].job, v[i].job, NULL)) {", "\t\t    0) {")],
   "exFAT: D/a and d/a both replaced, one content lost", "backup")
+M("case-paths-as-given", "kernel_path",
+  [("if ((n = readlink(proc, dir, sizeof dir - 1)) < 0)", "if ((n = 0) != 0)")],
+  "exFAT: D/a and ./d/a both replaced, one content lost (the paths as"
+  " given compared, not the kernel's)", "backup")
+M("check-C-append-unwritable", "check_writable",
+  [("if (may_stay(f) && !opt.append && opt.command == NULL &&", "if (may_stay(f) &&")],
+  "--check -C -a in a directory that cannot be written warns (0); the"
+  " run always fails (1)", "check")
