@@ -6294,8 +6294,8 @@ share_missing_dirs(void)
 	struct dirkey *v = xmalloc((njobs > 0 ? njobs : 1) * sizeof *v);
 	size_t i, n = 0;
 
-	if (getcwd(cwd, sizeof cwd) == NULL)
-		cwd[0] = '\0';
+	if (getcwd(cwd, sizeof cwd) == NULL)	/* too long: relative keys */
+		strcpy(cwd, ".");		/* stay apart from absolute ones */
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].makedirs && jobs[i].resolved) {
 			v[n].key = dir_key(jobs[i].dirpath, cwd);
