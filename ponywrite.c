@@ -5315,7 +5315,8 @@ check_folded(struct run *run, int (*in)(const struct file *))
 	return r;
 }
 
-struct pathkey {
+/* A target and a string it is compared by: its path or its directory's. */
+struct keyed {
 	char		*key;
 	struct file	*job;
 };
@@ -5323,8 +5324,8 @@ struct pathkey {
 static int
 by_folded_key(const void *a, const void *b)
 {
-	return strcasecmp(((const struct pathkey *)a)->key,
-	    ((const struct pathkey *)b)->key);
+	return strcasecmp(((const struct keyed *)a)->key,
+	    ((const struct keyed *)b)->key);
 }
 
 /* J's directory as the kernel names it (/proc/self/fd), "/", J's name. */
@@ -5355,7 +5356,7 @@ kernel_path(struct run *run, struct file *j)
 static int
 check_folded_paths(struct run *run)
 {
-	struct pathkey *v;
+	struct keyed *v;
 	size_t i, n = 0;
 	int r = 0;
 
@@ -6268,15 +6269,11 @@ dir_key(const char *path, const char *cwd)
 	return key;
 }
 
-struct dirkey {
-	char	*key;
-	size_t	 job;
-};
-
+/* By key, then in the order given. */
 static int
 by_key(const void *a, const void *b)
 {
-	const struct dirkey *x = a, *y = b;
+	const struct keyed *x = a, *y = b;
 	int c = strcmp(x->key, y->key);
 
 	return c != 0 ? c : (x->job > y->job) - (x->job < y->job);
@@ -6291,7 +6288,7 @@ static void
 share_missing_dirs(void)
 {
 	char cwd[PATH_MAX];
-	struct dirkey *v = xmalloc((njobs > 0 ? njobs : 1) * sizeof *v);
+	struct keyed *v = xmalloc((njobs > 0 ? njobs : 1) * sizeof *v);
 	size_t i, n = 0;
 
 	if (getcwd(cwd, sizeof cwd) == NULL)	/* too long: relative keys */
@@ -6299,12 +6296,12 @@ share_missing_dirs(void)
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].makedirs && jobs[i].resolved) {
 			v[n].key = dir_key(jobs[i].dirpath, cwd);
-			v[n++].job = i;
+			v[n++].job = &jobs[i];
 		}
 	qsort(v, n, sizeof *v, by_key);
 	for (i = 1; i < n; i++)
 		if (strcmp(v[i].key, v[i - 1].key) == 0)
-			jobs[v[i].job].dir = jobs[v[i - 1].job].dir;
+			v[i].job->dir = v[i - 1].job->dir;
 	for (i = 0; i < n; i++)
 		free(v[i].key);
 	free(v);

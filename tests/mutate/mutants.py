@@ -663,7 +663,7 @@ M("check-C-backup-fails", "check_backup",
   [("\tif (!may_stay(f))\n\t\treturn -1;", "\treturn -1;")],
   "--check -C fails a backup name a run with nothing changed never needs", "check")
 M("check-makedirs-not-shared", "share_missing_dirs",
-  [("\t\t\tjobs[v[i].job].dir = jobs[v[i - 1].job].dir;", "\t\t\t;")],
+  [("\t\t\tv[i].job->dir = v[i - 1].job->dir;", "\t\t\t;")],
   "--check -p: a target given twice in a missing directory passes; the"
   " run says 2", "check")
 M("check-makedirs-resolved", "check_job",
