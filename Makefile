@@ -138,7 +138,8 @@ blockcrash-flushes: ponywrite tests/blockcrash/recorder
 # and FUSE servers', with what ponywrite --check says on each.
 GUARANTEE_PROFILES = ext4 ext4-writeback ext4-noauto_da_alloc ext4-fast_commit \
 	ext4-data_journal ext4-journal_async_commit ext3 ext2 ext4-nojournal xfs \
-	btrfs ext4-overlay ext2-overlay ext4-nojournal-overlay ext4-bindfs \
+	btrfs ext4-overlay ext2-overlay ext4-nojournal-overlay \
+	ext4-overlay-hidden ext2-overlay-hidden ext4-bindfs \
 	ext4-fuse-overlayfs ext4-sshfs ext2-bindfs ext2-fuse-overlayfs ext2-sshfs \
 	ext4-nojournal-bindfs ext4-nojournal-fuse-overlayfs ext4-nojournal-sshfs \
 	exfat-fuse ntfs-3g

@@ -232,7 +232,8 @@ struct file {
 	unsigned flushdir : 2;		/* FLUSH_*, on a directory's first job:
 					   what its flush after the renames
 					   makes durable */
-	unsigned plan : 6;		/* its file system's flush plan */
+	unsigned bakfixed : 1;		/* bakname is link_old's fixed name */
+	unsigned plan : 7;		/* its file system's flush plan */
 	unsigned flushes : 12;		/* FL_*: plan_flushes */
 	unsigned state : 3;		/* enum state */
 	unsigned status : 8;		/* the exit status if it fails:
@@ -433,6 +434,24 @@ reopen_dir(const struct file *d)
 }
 
 /*
+ * FL_KEEP_OLD's link of F in DIRFD; under its fixed name (link_old), only
+ * while it still is F's old file: that name may be another's by now, a
+ * target of that name.
+ */
+static void
+unlink_kept_link(int dirfd, struct file *f, int tell)
+{
+	struct stat st;
+
+	if (dirfd >= 0 && f->bakfixed && named(f->bakname) &&
+	    fstatat(dirfd, f->bakname, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    (st.st_dev != f->st.st_dev || st.st_ino != f->st.st_ino))
+		f->bakname[0] = '\0';
+	unlink_litter(dirfd, f->dirpath, f->bakname, "old file's hidden link",
+	    tell);
+}
+
+/*
  * F's temporary file, hidden link and lock file, those that exist, from the
  * descriptor of its directory's first job (opened again if it was closed).
  */
@@ -449,9 +468,10 @@ remove_file_litter(struct file *f, int tell)
 	unlink_litter(fd, f->dirpath, f->tmpname, "temporary file", tell);
 	/* FL_KEEP_OLD's link of a target renamed already goes only after its
 	   directory's flush (drop_old_links). */
-	if (f->bakname != NULL && (opt.backup || f->state != REPLACED))
-		unlink_litter(fd, f->dirpath, f->bakname, opt.backup ?
-		    "backup link" : "old file's hidden link", tell);
+	if (opt.backup)
+		unlink_litter(fd, f->dirpath, f->bakname, "backup link", tell);
+	else if (f->state != REPLACED)
+		unlink_kept_link(fd, f, tell);
 	if (f->lockname != NULL)
 		unlink_litter(fd, f->dirpath, f->lockname, "lock file", tell);
 	if (reopened >= 0)
@@ -802,6 +822,19 @@ utf8_fit(const char *s, size_t keep)
 		while (keep > 0 && (s[keep] & 0xc0) == 0x80)
 			keep--;		/* a continuation byte */
 	return keep;
+}
+
+/*
+ * ".NAME.TAG" in DST (NAME_MAX + 1 bytes), NAME shortened to fit MAX, the
+ * directory's NAME_MAX, as a temporary name is (hidden_name).
+ */
+static void
+tagged_name(char *dst, const char *name, const char *tag, long max)
+{
+	size_t room = strlen(tag) + 2;
+
+	snprintf(dst, NAME_MAX + 1, ".%.*s.%s", (int)utf8_fit(name,
+	    max > (long)room ? (size_t)max - room : 0), name, tag);
 }
 
 /* Split PATH into a directory ("." if none) and a final name. */
@@ -2426,9 +2459,7 @@ lock_missing(struct file *f)
 	struct stat st;
 	int fd, r = 0;
 
-	/* NAME shortened to fit, as a temporary name is (hidden_name). */
-	snprintf(name, sizeof name, ".%.*s.ponywrite-lock",
-	    (int)utf8_fit(f->name, max > 16 ? (size_t)max - 16 : 0), f->name);
+	tagged_name(name, f->name, "ponywrite-lock", max);
 	if ((fd = open_lock_file(f, name)) < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
@@ -2728,11 +2759,14 @@ name_max(const struct file *f)
 	return max < 0 || max > NAME_MAX ? NAME_MAX : max;
 }
 
-/* The bytes ".NAME" SUFFIX ".RANDOM" takes at most, its NUL included. */
+/*
+ * The bytes ".NAME" SUFFIX ".RANDOM" takes at most, its NUL included, or
+ * ".NAME.ponywrite-old" (one more: link_old).
+ */
 static size_t
 hidden_size(const char *name, const char *suffix)
 {
-	size_t n = strlen(name) + strlen(suffix) + RANDOM_LEN + 3;
+	size_t n = strlen(name) + strlen(suffix) + RANDOM_LEN + 4;
 
 	return n < NAME_MAX + 1 ? n : NAME_MAX + 1;
 }
@@ -3847,6 +3881,8 @@ apply_metadata(const struct file *f, int fd)
  *			file's flush after it flushes the disk's cache (bindfs
  *			over ext2: without it the name could be lost, and the
  *			new one was not on the disk after exit).
+ *	PLAN_WHITEOUT	fuse-overlayfs: a name removed leaves a whiteout, so
+ *			FL_KEEP_OLD's link has one name a target (link_old).
  *	PLAN_FILELOG	one file: the fsync of a renamed file logs its data
  *			and its new name in one log commit (btrfs's log tree),
  *			so the data is only waited for before the rename, and
@@ -3855,7 +3891,8 @@ apply_metadata(const struct file *f, int fd)
  *			not in a batch (a flush per file; syncfs is one).
  */
 enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
-    PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16, PLAN_NODIRSYNC = 32 };
+    PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16, PLAN_NODIRSYNC = 32,
+    PLAN_WHITEOUT = 64 };
 
 /*
  * The flushes of one file, from its plan (plan_flushes, struct file's
@@ -3881,7 +3918,7 @@ enum {
 };
 
 /* What struct file's bit fields hold. */
-_Static_assert(FL_SYNC < 1 << 12 && PLAN_NODIRSYNC < 1 << 6 &&
+_Static_assert(FL_SYNC < 1 << 12 && PLAN_WHITEOUT < 1 << 7 &&
     REPLACED < 1 << 3 && FLUSH_UNCHANGED < 1 << 2, "struct file's bit fields");
 
 static const struct fsplan {
@@ -4040,8 +4077,8 @@ static int fs_plan(int, int);
  * own.  Without a journal there, the old file stays linked (block level:
  * without it a crash lost the target's name).  Where the upper directory
  * cannot be found (a relative path, a path cut short, another mount
- * namespace, as in a container) the plan cannot be known: the safe
- * sequence, as for any overlay before.
+ * namespace, as in a container, an overlay over an overlay) what holds it
+ * cannot be known: the link too, as that is safe over any file system.
  */
 static int
 overlay_plan(const char *opts, int depth)
@@ -4053,7 +4090,7 @@ overlay_plan(const char *opts, int depth)
 	while ((o = strstr(o, "upperdir=")) != NULL && o != opts && o[-1] != ',')
 		o++;
 	if (o == NULL || o[9] != '/' || depth > 0)
-		return PLAN_SAFE;
+		return PLAN_NOJOURNAL;
 	for (o += 9; *o != '\0' && *o != ',' && p < path + sizeof path - 1; p++)
 		if (o[0] == '\\' && o[1] >= '0' && o[1] <= '3' && o[2] >= '0' &&
 		    o[2] <= '7' && o[3] >= '0' && o[3] <= '7') {
@@ -4071,7 +4108,7 @@ overlay_plan(const char *opts, int depth)
 	*p = '\0';
 	if (cut || (fd = open(path, O_SEARCH_DIR | O_DIRECTORY |
 	    O_CLOEXEC)) < 0)
-		return PLAN_SAFE;
+		return PLAN_NOJOURNAL;
 	plan = fs_plan(fd, depth + 1);
 	close(fd);
 	/* A batch's syncfs through overlayfs is not proven: a flush a file. */
@@ -4084,17 +4121,19 @@ overlay_plan(const char *opts, int depth)
  * made ntfs-3g's directory unreadable in 2 of 214 states).  Any other
  * (fuse, fuse.NAME: bindfs, sshfs) serves what another file system holds,
  * which it does not say, and which may have no journal: PLAN_NOJOURNAL,
- * and PLAN_NODIRSYNC, as it may not pass a directory's fsync on.  Not
- * fuse-overlayfs, which passes it on (seen with strace), but leaves a
- * whiteout in its upper directory for each name removed in a directory of
- * its lower layer: a kept link would add one a replace, without end.
+ * and PLAN_NODIRSYNC, as it may not pass a directory's fsync on.
+ * fuse-overlayfs passes it on (seen with strace; block level, profiles
+ * ext2-fuse-overlayfs and ext4-nojournal-fuse-overlayfs: old or new
+ * without sync(2)), and leaves a whiteout for each name removed in a
+ * directory of its lower layer: PLAN_WHITEOUT (link_old).
  */
 static int
 fuse_plan(const char *type)
 {
-	if (strcmp(type, "fuseblk") == 0 ||
-	    strcmp(type, "fuse.fuse-overlayfs") == 0)
+	if (strcmp(type, "fuseblk") == 0)
 		return PLAN_FUSE;
+	if (strcmp(type, "fuse.fuse-overlayfs") == 0)
+		return PLAN_FUSE | PLAN_NOJOURNAL | PLAN_WHITEOUT;
 	return PLAN_FUSE | PLAN_NOJOURNAL | PLAN_NODIRSYNC;
 }
 
@@ -4117,7 +4156,7 @@ fs_plan(int fd, int depth)
 		return fuse_plan(type);
 	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
 		return strlen(opts) < sizeof opts - 1 ?
-		    overlay_plan(opts, depth) : PLAN_SAFE;	/* or cut */
+		    overlay_plan(opts, depth) : PLAN_NOJOURNAL;	/* or cut */
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	if (strncmp(type, "ext", 3) == 0)
 		journal = ext4_journaled(fd);
@@ -4512,11 +4551,16 @@ no_links(struct file *f)
 static int
 failed_keep_old(const struct file *f)
 {
+	char type[64] = "?", opts[256];
+	int e = errno;
+
+	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
 	return failed(f->target, "cannot keep the old file linked until the"
 	    " directory is on disk, which this file system (%s) needs so that"
 	    " a crash cannot lose the name: %s", f->plan & PLAN_FUSE ?
-	    "FUSE, over one that may have no journal" : "no journal",
-	    strerror(errno));
+	    "FUSE, over one that may have no journal" :
+	    strcmp(type, "overlay") == 0 ? "overlayfs, over one that may have"
+	    " no journal" : "no journal", strerror(e));
 }
 
 /*
@@ -4581,6 +4625,45 @@ check_sticky(const struct run *run, const struct file *f)
 	    strerror(errno));
 }
 
+/*
+ * fuse-overlayfs leaves a whiteout in its upper directory for each name
+ * removed in a directory of its lower layer, though the name was never
+ * there (PLAN_WHITEOUT): FL_KEEP_OLD's link is ".NAME.ponywrite-old"
+ * there, made over its own whiteout, one a target however often it is
+ * replaced.  A random name where that one is taken (another run's, or left
+ * by a crash).  Signals are blocked till F->bakname (hidden_size) says
+ * which: the handler must not remove another run's link.
+ */
+static int
+link_old(struct file *f, long max)
+{
+	char name[NAME_MAX + 1];
+	struct stat st;
+	int r, e;
+
+	if (opt.backup || !(f->plan & PLAN_WHITEOUT))
+		return linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0);
+	tagged_name(name, f->name, "ponywrite-old", max);
+	block_signals();
+	if ((r = linkat(f->dirfd, f->name, f->dirfd, name, 0)) == 0) {
+		if (fstatat(f->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    st.st_dev == f->st.st_dev && st.st_ino == f->st.st_ino) {
+			memcpy(f->bakname, name, strlen(name) + 1);
+			f->bakfixed = 1;
+		} else {	/* another run replaced the target */
+			unlinkat(f->dirfd, name, 0);
+			r = -1;
+			errno = EEXIST;
+		}
+	}
+	e = errno;
+	unblock_signals();
+	errno = e;
+	if (r < 0 && errno == EEXIST)
+		return linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0);
+	return r;
+}
+
 static int
 link_backup(struct file *f)
 {
@@ -4597,7 +4680,7 @@ link_backup(struct file *f)
 		return -1;
 	/* ENOENT: another run replaced the target; back up what is there now. */
 	for (tries = 0; (opt.inplace ? link_fd(f, f->newfd, f->bakname) :
-	    linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0)) < 0; tries++)
+	    link_old(f, max)) < 0; tries++)
 		if (errno != ENOENT || tries == 100 || opt.inplace) {
 			f->bakname[0] = '\0';
 			if (!opt.backup && (errno == ENOENT || no_links(f)))
@@ -5821,9 +5904,8 @@ drop_old_links(struct run *run)
 		jobs[i].flushdir = 0;
 	for (i = 0; !opt.backup && i < njobs; i++)
 		if (jobs[i].bakname != NULL && jobs[i].bakname[0] != '\0') {
-			unlink_litter(use_dir(run, &jobs[i]) == 0 ?
-			    jobs[i].dirfd : -1, jobs[i].dirpath,
-			    jobs[i].bakname, "old file's hidden link", 1);
+			unlink_kept_link(use_dir(run, &jobs[i]) == 0 ?
+			    jobs[i].dirfd : -1, &jobs[i], 1);
 			jobs[jobs[i].dir].flushdir = FLUSH_RENAMED;
 		}
 	return flush_marked_dirs(run, 0, failed_unlink_flush);

@@ -198,15 +198,15 @@ plan_of()
 	ext2) echo nojournal; return ;;
 	overlay)
 		# the plan of the file system of its upper layer: without a
-		# journal, the old file linked; where it cannot be found, safe
+		# journal, the old file linked; where it cannot be found, too
 		case ",$opts," in *,volatile,*) echo safe; return ;; esac
 		o=${opts#*upperdir=}
 		o=${o%%,*}
 		if [ "$o" != "$opts" ] && [ -d "$o" ] &&
-		    [ "$(plan_of "$o")" = nojournal ]; then
-			echo nojournal
-		else
+		    [ "$(plan_of "$o")" != nojournal ]; then
 			echo safe
+		else
+			echo nojournal
 		fi
 		return ;;
 	esac

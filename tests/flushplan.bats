@@ -163,7 +163,7 @@ overlay_on()
 # safe sequence without the link, and a crash could lose the target's name
 # (block level: tests/blockcrash, profiles ext2-overlay and
 # ext4-nojournal-overlay).
-@test "overlayfs: the plan of the file system that holds its upper layer: without a journal there, the old file stays linked; where it cannot be found, the safe sequence" {
+@test "overlayfs: the plan of the file system that holds its upper layer: without a journal there, the old file stays linked; where it cannot be found, too" {
 	require_root
 	mount_fs ext2 e2 -F
 	overlay_on "$PWD/e2" o2
@@ -185,15 +185,36 @@ overlay_on()
 	link_trace -i s/a o4/d/t
 	assert_status 0
 	[ "$LINKS" = "flush rename:t flush" ] || fail "over ext4: '$LINKS'"
-	# The upper layer out of sight (as from a container): the plan cannot
-	# be known, the safe sequence as before, even over ext2.
+	# The upper layer out of sight (as from a container): what holds it
+	# cannot be known, so the old file stays linked, over ext2 (the safe
+	# sequence could lose the name there) and over ext4 alike.
 	mv e2/layers e2/moved
-	[ "$(plan_of o2)" = safe ] || fail "plan_of o2, its upper layer moved: $(plan_of o2)"
+	[ "$(plan_of o2)" = nojournal ] || fail "plan_of o2, its upper layer moved: $(plan_of o2)"
 	link_trace -i s/b o2/d/t
 	assert_status 0
-	[ "$LINKS" = "flush rename:t flush" ] || fail "over ext2, upper moved: '$LINKS'"
+	[ "$LINKS" = "flush link:t rename:t flush unlink flush" ] || fail "over ext2, upper moved: '$LINKS'"
 	assert_content o2/d/t $'new b\n'
 	assert_no_litter o2/d
+	mv e4/layers e4/moved
+	run "$PONYWRITE" --check -i s/a o4/d/t
+	assert_status 0
+	[[ $output == *$'\tfsync-new,link-old,rename,fsync-dir,unlink-old\t'* ]] ||
+	    fail "--check, over ext4, upper moved: $output"
+	# a file of the lower layer is copied up by the link: replaced all the same
+	echo lower > e4/moved/lower/l
+	link_trace -i s/a o4/l
+	assert_status 0
+	[ "$LINKS" = "flush link:l rename:l flush unlink flush" ] || fail "a lower file: '$LINKS'"
+	assert_content o4/l $'new a\n'
+	[ -z "$(find e4/moved/upper -maxdepth 1 -type c)" ] || fail "a whiteout: $(ls -lA e4/moved/upper)"
+	assert_no_litter o4
+	# that link refused (an I/O error): nothing replaced, the reason said
+	link_trace --inject linkat:error=EIO -i s/b o4/l
+	assert_status 1
+	assert_content o4/l $'new a\n'
+	grep -q "o4/l: cannot keep the old file linked until the directory is on disk, which this file system (overlayfs, over one that may have no journal) needs" \
+	    "$BATS_TEST_TMPDIR/link.err" || fail "message: $(cat "$BATS_TEST_TMPDIR/link.err")"
+	assert_no_litter o4
 }
 
 # The CI machine's root is such a file system (ext4, no journal, discard,
@@ -520,9 +541,9 @@ flushed_through_descriptor()
 # file stays linked until the new name is on the disk below, and bindfs and
 # sshfs do not pass a directory's fsync on, so sync(2) writes it there and
 # the renamed file's flush after it flushes the disk's cache.
-# A server without hard links (EPERM): the plain sequence.  fuse-overlayfs
-# (which passes a directory's fsync on) and fuseblk (exfat-fuse, ntfs-3g,
-# which hold their data themselves): as before.
+# A server without hard links (EPERM): the plain sequence.  fuseblk
+# (exfat-fuse, ntfs-3g, which hold their data themselves): as before.
+# fuse-overlayfs passes a directory's fsync on: the link, no sync(2).
 # unlinked_fuse DIR: on the FUSE file system mounted on DIR, a replace makes
 # no link and no sync: the plain sequence with the renamed file's flush.
 unlinked_fuse()
@@ -533,6 +554,56 @@ unlinked_fuse()
 	[ "$LINKS" = "flush rename:t flush flush" ] || fail "$1, one file: '$LINKS'"
 	assert_content "$1/d/t" $'new a\n'
 	assert_no_litter "$1/d"
+}
+
+# fuse-overlayfs leaves a whiteout (char 0:0) in its upper directory for
+# each name removed in a directory of its lower layer: the kept link has one
+# name a target, so a target replaced five times leaves one whiteout (five
+# before, one a random name).
+@test "fuse-overlayfs over ext2: the old file stays linked under one name a target, so one whiteout however often it is replaced" {
+	mount_fs ext2 low -F
+	mkdir -p low/layers/lower/d s
+	echo old > low/layers/lower/d/t
+	printf 'new a\n' > s/a
+	printf 'new b\n' > s/b
+	mount_fuse_overlayfs o low/layers
+	link_trace -i s/a o/d/t
+	assert_status 0
+	[ "$LINKS" = "flush link:t rename:t flush flush unlink flush" ] ||
+	    fail "one file: '$LINKS'"
+	grep -q '^[0-9]* *linkat(.*"\.t\.ponywrite-old"' "$BATS_TEST_TMPDIR/link.log" ||
+	    fail "the link's name: $(cat "$BATS_TEST_TMPDIR/link.log")"
+	local i
+	for i in 1 2 3 4; do
+		echo "v$i" | "$PONYWRITE" o/d/t || fail "replace $i"
+	done
+	assert_content o/d/t $'v4\n'
+	run ls -A low/layers/upper/d
+	[ "$output" = $'.t.ponywrite-old\nt' ] || fail "upper directory: $output"
+	[ -c low/layers/upper/d/.t.ponywrite-old ] || fail "not a whiteout"
+	assert_no_litter o/d
+	run "$PONYWRITE" --check -i s/a o/d/t
+	assert_status 0
+	[[ $output == *$'\tfsync-new,link-old,rename,fsync-dir,fsync-renamed,unlink-old\t'* ]] ||
+	    fail "--check: $output"
+
+	# that name taken (left by a crash): a random one; the leftover stays
+	echo stale > o/d/.t.ponywrite-old
+	link_trace -i s/b o/d/t
+	assert_status 0
+	[ "$LINKS" = "flush link:t link:t rename:t flush flush unlink flush" ] ||
+	    fail "name taken: '$LINKS'"
+	assert_content o/d/t $'new b\n'
+	assert_content o/d/.t.ponywrite-old $'stale\n'
+	assert_no_litter o/d .t.ponywrite-old
+	rm o/d/.t.ponywrite-old
+
+	# a batch whose other target has that name: the link is renamed over,
+	# and what is there at the end is no longer the old file: kept
+	printf '%s\0' o/d/t s/a o/d/.t.ponywrite-old s/b |
+	    "$PONYWRITE" --batch=- || fail "batch: $?"
+	assert_content o/d/t $'new a\n'
+	assert_content o/d/.t.ponywrite-old $'new b\n'
 }
 
 @test "FUSE over a file system without a journal: the old file stays linked till the name is on the disk below (sync(2) where the server keeps a directory's fsync)" {
@@ -559,11 +630,6 @@ unlinked_fuse()
 	[[ $output == *$'\tfsync-new,link-old,rename,fsync-dir,sync,fsync-renamed,unlink-old\t'* ]] ||
 	    fail "--check: $output"
 
-	mkdir low/layers
-	mount_fuse_overlayfs o low/layers
-	# fuse-overlayfs: no link (each removed name of a directory of its
-	# lower layer leaves a whiteout in its upper one)
-	unlinked_fuse o
 
 	# a server that refuses hard links (bindfs over vfat): the plain sequence
 	link_trace --inject linkat:error=EPERM -i s/b m/d/t

@@ -109,7 +109,7 @@ M("fuse-batch-renamed-not-flushed", "flush_renamed_files",
   [("if (jobs[i].state != REPLACED ||\n\t\t    !(jobs[i].flushes & FL_FILE_AFTER)) {", "if (1) {")],
   "a FUSE batch does not flush the renamed files", "many")
 M("failed-rename-drops-kept-links", "remove_file_litter",
-  [("(opt.backup || f->state != REPLACED)", "1")],
+  [("else if (f->state != REPLACED)", "else")],
   "no journal: a rename failing half-way through a batch removes the old files'"
   " links of the targets renamed before the directory is flushed (a power cut"
   " can then lose them)", "many")
@@ -262,9 +262,15 @@ M("fuse-no-keep-old", "fuse_plan",
 M("fuse-no-sync", "sync_below", [("\t\t\tsync();\n", "")],
   "through bindfs a directory's fsync reaches nothing: the rename is not on the disk below when the link goes",
   "flush")
-M("fuse-overlayfs-linked", "fuse_plan", [('strcmp(type, "fuse.fuse-overlayfs") == 0)', "0)")],
-  "fuse-overlayfs keeps the old file linked: a whiteout left in its upper directory a replace", "flush")
-M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0 ||', "if (")],
+M("fuse-overlayfs-unlinked", "fuse_plan", [("PLAN_FUSE | PLAN_NOJOURNAL | PLAN_WHITEOUT;", "PLAN_FUSE;")],
+  "fuse-overlayfs over ext2 without the kept link: a crash can lose the target's name", "flush")
+M("whiteout-random-link", "link_old", [("if (opt.backup || !(f->plan & PLAN_WHITEOUT))", "if (1)")],
+  "fuse-overlayfs: the kept link has a random name, a whiteout left in its upper directory a replace", "flush")
+M("whiteout-taken-fails", "link_old", [("if (r < 0 && errno == EEXIST)", "if (0)")],
+  "fuse-overlayfs: a kept link's name left by a crash fails every later replace of that target", "flush")
+M("kept-link-not-checked", "unlink_kept_link", [("st.st_ino != f->st.st_ino))", "st.st_ino != st.st_ino))")],
+  "a batch's target named as another's kept link (fuse-overlayfs) is removed as that link: its content lost", "flush")
+M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0)', "if (0)")],
   "ntfs-3g keeps the old file linked: a crash can leave its directory unreadable", "flush")
 M("fuse-nolink-fails", "no_links", [("f->flushes &= ~FL_KEEP_OLD;\n\treturn 1;", "return 0;")],
   "exFAT through FUSE, which has no hard links, refuses every replace", "flush")
@@ -310,8 +316,8 @@ M("temp-name-255", "name_temp", [("long max = name_max(f);", "long max = NAME_MA
 M("temp-name-cut-in-char", "hidden_name",
   [("(int)utf8_fit(whole, keep)", "(int)keep")],
   "the temporary name is cut inside a UTF-8 character (NTFS refuses it)", "open")
-M("lock-name-cut-in-char", "lock_missing",
-  [("(int)utf8_fit(f->name,", "(int)(")],
+M("lock-name-cut-in-char", "tagged_name",
+  [("(int)utf8_fit(name,", "(int)(")],
   "the lock file's name is cut inside a UTF-8 character (exFAT refuses it)", "open")
 M("modeless-new-file-refused", "set_mode",
   [("if (!f->regular && opt.mode == NULL)\n\t\t\treturn 0;", "")],
