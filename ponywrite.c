@@ -224,8 +224,13 @@ struct file {
 	unsigned makedirs : 1;		/* --check -p: dirfd is the last of
 					   its directories that exists */
 	unsigned resolved : 1;		/* step 1 found its place (has_place) */
+	unsigned changes : 1;		/* --check -C -a: its input is a file
+					   with something to append (appends) */
 	unsigned folding : 2;		/* on a directory's first job: does it
 					   ignore case?  0 not asked, 1, 2 no */
+	unsigned randomold : 1;		/* on a directory's first job: a target
+					   there is named as a kept link is
+					   (link_old): random names only */
 	unsigned dirfailed : 1;		/* step 1 could not open its directory,
 					   said once for the targets after it
 					   there (-t): resolve_job */
@@ -233,7 +238,7 @@ struct file {
 					   what its flush after the renames
 					   makes durable */
 	unsigned bakfixed : 1;		/* bakname is link_old's fixed name */
-	unsigned plan : 7;		/* its file system's flush plan */
+	unsigned plan : 8;		/* its file system's flush plan */
 	unsigned flushes : 12;		/* FL_*: plan_flushes */
 	unsigned state : 3;		/* enum state */
 	unsigned status : 8;		/* the exit status if it fails:
@@ -826,15 +831,29 @@ utf8_fit(const char *s, size_t keep)
 
 /*
  * ".NAME.TAG" in DST (NAME_MAX + 1 bytes), NAME shortened to fit MAX, the
- * directory's NAME_MAX, as a temporary name is (hidden_name).
+ * directory's NAME_MAX, as a temporary name is (hidden_name); where it is
+ * and UNIQUE asks, with "-HASH" of the whole NAME after it, so that two
+ * names that begin alike are told apart.
  */
 static void
-tagged_name(char *dst, const char *name, const char *tag, long max)
+tagged_name(char *dst, const char *name, const char *tag, long max,
+    int unique)
 {
-	size_t room = strlen(tag) + 2;
+	size_t room = strlen(tag) + 2, keep;
+	uint32_t h = 2166136261u;	/* FNV-1a */
+	const char *p;
 
-	snprintf(dst, NAME_MAX + 1, ".%.*s.%s", (int)utf8_fit(name,
-	    max > (long)room ? (size_t)max - room : 0), name, tag);
+	keep = max > (long)room ? (size_t)max - room : 0;
+	if (!unique || strlen(name) <= keep) {
+		snprintf(dst, NAME_MAX + 1, ".%.*s.%s",
+		    (int)utf8_fit(name, keep), name, tag);
+		return;
+	}
+	for (p = name; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(dst, NAME_MAX + 1, ".%.*s-%08lx.%s",
+	    (int)utf8_fit(name, keep > 9 ? keep - 9 : 0), name,
+	    (unsigned long)h, tag);
 }
 
 /* Split PATH into a directory ("." if none) and a final name. */
@@ -2459,7 +2478,7 @@ lock_missing(struct file *f)
 	struct stat st;
 	int fd, r = 0;
 
-	tagged_name(name, f->name, "ponywrite-lock", max);
+	tagged_name(name, f->name, "ponywrite-lock", max, 0);
 	if ((fd = open_lock_file(f, name)) < 0)
 		return -1;
 	if (fstat(fd, &st) < 0)
@@ -3554,13 +3573,14 @@ meta_unchanged(const struct file *f)
 
 /*
  * -C: may a run leave F as it is, so that what only a change needs fails
- * nothing yet (--check warns)?  Not if F is new, or if the metadata asked
- * for (-m, -o, -g) differs from its own: then a change is certain.
+ * nothing yet (--check warns)?  Not if F is new, if the metadata asked
+ * for (-m, -o, -g) differs from its own, or if -a appends something:
+ * then a change is certain.
  */
 static int
 may_stay(const struct file *f)
 {
-	return opt.ifchanged && f->exists && meta_unchanged(f);
+	return opt.ifchanged && f->exists && !f->changes && meta_unchanged(f);
 }
 
 static int
@@ -3883,6 +3903,10 @@ apply_metadata(const struct file *f, int fd)
  *			new one was not on the disk after exit).
  *	PLAN_WHITEOUT	fuse-overlayfs: a name removed leaves a whiteout, so
  *			FL_KEEP_OLD's link has one name a target (link_old).
+ *	PLAN_GUESS	an overlay whose upper directory is out of sight
+ *			(overlay_plan): PLAN_NOJOURNAL, as what holds it may
+ *			have no journal, but a link a full disk refuses
+ *			goes (no_links).
  *	PLAN_FILELOG	one file: the fsync of a renamed file logs its data
  *			and its new name in one log commit (btrfs's log tree),
  *			so the data is only waited for before the rename, and
@@ -3892,7 +3916,7 @@ apply_metadata(const struct file *f, int fd)
  */
 enum { PLAN_SAFE = 0, PLAN_ORDERED = 1, PLAN_SYNCFS = 2, PLAN_FUSE = 4,
     PLAN_NOJOURNAL = 8, PLAN_FILELOG = 16, PLAN_NODIRSYNC = 32,
-    PLAN_WHITEOUT = 64 };
+    PLAN_WHITEOUT = 64, PLAN_GUESS = 128 };
 
 /*
  * The flushes of one file, from its plan (plan_flushes, struct file's
@@ -3918,7 +3942,7 @@ enum {
 };
 
 /* What struct file's bit fields hold. */
-_Static_assert(FL_SYNC < 1 << 12 && PLAN_WHITEOUT < 1 << 7 &&
+_Static_assert(FL_SYNC < 1 << 12 && PLAN_GUESS < 1 << 8 &&
     REPLACED < 1 << 3 && FLUSH_UNCHANGED < 1 << 2, "struct file's bit fields");
 
 static const struct fsplan {
@@ -4078,7 +4102,8 @@ static int fs_plan(int, int);
  * without it a crash lost the target's name).  Where the upper directory
  * cannot be found (a relative path, a path cut short, another mount
  * namespace, as in a container, an overlay over an overlay) what holds it
- * cannot be known: the link too, as that is safe over any file system.
+ * cannot be known: the link too, as that is safe over any file system
+ * (PLAN_GUESS).
  */
 static int
 overlay_plan(const char *opts, int depth)
@@ -4090,7 +4115,7 @@ overlay_plan(const char *opts, int depth)
 	while ((o = strstr(o, "upperdir=")) != NULL && o != opts && o[-1] != ',')
 		o++;
 	if (o == NULL || o[9] != '/' || depth > 0)
-		return PLAN_NOJOURNAL;
+		return PLAN_NOJOURNAL | PLAN_GUESS;
 	for (o += 9; *o != '\0' && *o != ',' && p < path + sizeof path - 1; p++)
 		if (o[0] == '\\' && o[1] >= '0' && o[1] <= '3' && o[2] >= '0' &&
 		    o[2] <= '7' && o[3] >= '0' && o[3] <= '7') {
@@ -4108,11 +4133,12 @@ overlay_plan(const char *opts, int depth)
 	*p = '\0';
 	if (cut || (fd = open(path, O_SEARCH_DIR | O_DIRECTORY |
 	    O_CLOEXEC)) < 0)
-		return PLAN_NOJOURNAL;
+		return PLAN_NOJOURNAL | PLAN_GUESS;
 	plan = fs_plan(fd, depth + 1);
 	close(fd);
 	/* A batch's syncfs through overlayfs is not proven: a flush a file. */
-	return plan & PLAN_NOJOURNAL ? PLAN_NOJOURNAL : PLAN_SAFE;
+	return plan & PLAN_NOJOURNAL ? plan & (PLAN_NOJOURNAL | PLAN_GUESS) :
+	    PLAN_SAFE;
 }
 
 /*
@@ -4156,7 +4182,7 @@ fs_plan(int fd, int depth)
 		return fuse_plan(type);
 	if (strcmp(type, "overlay") == 0 && !has_option(opts, "volatile"))
 		return strlen(opts) < sizeof opts - 1 ?
-		    overlay_plan(opts, depth) : PLAN_NOJOURNAL;	/* or cut */
+		    overlay_plan(opts, depth) : PLAN_NOJOURNAL | PLAN_GUESS;
 #if defined(HAVE_SYNC_FILE_RANGE) && defined(HAVE_EXT4_MAGIC)
 	if (strncmp(type, "ext", 3) == 0)
 		journal = ext4_journaled(fd);
@@ -4531,13 +4557,19 @@ needs_link(const struct file *f)
  * A FUSE server that makes no hard links (exFAT, vfat: EPERM), or refuses
  * this one (protected_hardlinks, LINK_MAX): what holds its data is not
  * known to need the link, so F goes on without it, with the plain
- * sequence.  An I/O error or a full disk fails as elsewhere.
+ * sequence.  An I/O error or a full disk fails as elsewhere, but on an
+ * overlay whose upper directory is out of sight (PLAN_GUESS): there a full
+ * disk refuses the copy of a file still in a lower layer that the link
+ * makes first, and such a file needs no link (a lost new name shows it).
  */
 static int
 no_links(struct file *f)
 {
-	if (!(f->plan & PLAN_FUSE) || (errno != EPERM && errno != ENOSYS &&
-	    errno != ENOTSUP && errno != EOPNOTSUPP && errno != EMLINK))
+	int full = errno == ENOSPC || errno == EDQUOT;
+
+	if (!(f->plan & PLAN_GUESS ? full : (f->plan & PLAN_FUSE) &&
+	    (errno == EPERM || errno == ENOSYS || errno == ENOTSUP ||
+	    errno == EOPNOTSUPP || errno == EMLINK)))
 		return 0;
 	f->flushes &= ~FL_KEEP_OLD;
 	return 1;
@@ -4631,8 +4663,9 @@ check_sticky(const struct run *run, const struct file *f)
  * there (PLAN_WHITEOUT): FL_KEEP_OLD's link is ".NAME.ponywrite-old"
  * there, made over its own whiteout, one a target however often it is
  * replaced.  A random name where that one is taken (another run's, or left
- * by a crash).  Signals are blocked till F->bakname (hidden_size) says
- * which: the handler must not remove another run's link.
+ * by a crash), or may be another target's (check_duplicates).  Signals
+ * are blocked till F->bakname (hidden_size) says which: the handler must
+ * not remove another run's link.
  */
 static int
 link_old(struct file *f, long max)
@@ -4641,9 +4674,9 @@ link_old(struct file *f, long max)
 	struct stat st;
 	int r, e;
 
-	if (opt.backup || !(f->plan & PLAN_WHITEOUT))
+	if (opt.backup || !(f->plan & PLAN_WHITEOUT) || jobs[f->dir].randomold)
 		return linkat(f->dirfd, f->name, f->dirfd, f->bakname, 0);
-	tagged_name(name, f->name, "ponywrite-old", max);
+	tagged_name(name, f->name, "ponywrite-old", max, 1);
 	block_signals();
 	if ((r = linkat(f->dirfd, f->name, f->dirfd, name, 0)) == 0) {
 		if (fstatat(f->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -5150,6 +5183,20 @@ by_place(const void *a, const void *b)
 }
 
 /*
+ * Is NAME one link_old may give an old file (".NAME.ponywrite-old")?  A
+ * target so named would take that link's place before the directory is
+ * flushed: in its directory, kept links get random names.
+ */
+static int
+kept_link_name(const char *name)
+{
+	size_t n = strlen(name), t = strlen(".ponywrite-old");
+
+	return n > t + 1 && name[0] == '.' &&
+	    strcmp(name + n - t, ".ponywrite-old") == 0;
+}
+
+/*
  * -b: a target that is another's TARGET~ would be renamed over twice, and
  * one of its two new versions lost.  V holds the N targets, sorted.
  */
@@ -5497,6 +5544,9 @@ check_duplicates(struct run *run)
 	if (r == 0)
 		r = check_backup_names(v, n);
 	free(v);
+	for (i = 0; i < njobs; i++)
+		if (has_place(&jobs[i]) && kept_link_name(jobs[i].name))
+			jobs[jobs[i].dir].randomold = 1;
 	return r < 0 || check_folded(run, has_place) < 0 ? -1 :
 	    check_folded_paths(run);
 }
@@ -6199,6 +6249,32 @@ check_input(struct run *run, const struct file *f)
 	return 0;
 }
 
+/*
+ * --check -C -a: is F's input a regular file (a source, or standard input
+ * redirected from one) with something left to append?  Looked at without
+ * a word: check_input says what is wrong with it.
+ */
+static int
+appends(struct run *run, const struct file *f)
+{
+	struct walk w;
+	struct stat st;
+	int fd, r;
+
+	if (!opt.append || !opt.ifchanged || opt.command != NULL)
+		return 0;
+	if (strcmp(f->source, "-") == 0)
+		return !stdin_closed && fstat(STDIN_FILENO, &st) == 0 &&
+		    S_ISREG(st.st_mode) &&
+		    st.st_size > lseek(STDIN_FILENO, 0, SEEK_CUR);
+	walk_start(&w);
+	if ((fd = open_source(&run->src, f->source, O_LOOK, &w)) < 0)
+		return 0;
+	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+	close(fd);
+	return r;
+}
+
 /* -b's name (check_backup_name); with -C a run needs it only for a change. */
 static int
 check_backup(const struct file *f)
@@ -6223,6 +6299,7 @@ check_job(struct run *run, struct file *j)
 		j->dirfailed = 1;	/* and says so once (resolve_job) */
 		return -1;
 	}
+	j->changes = appends(run, j);
 	if (open_target(j) < 0 || decide_metadata(j, run->umask) < 0 ||
 	    (!may_stay(j) && check_replaceable(j, 0) < 0))
 		return -1;

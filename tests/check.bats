@@ -240,6 +240,15 @@ same_status()
 	chattr +i d/i
 	same_status -C -m 0600 d/i
 	[ "$status" = 1 ] || fail "exit $status"
+	# -C -a with something to append (a file, or standard input
+	# redirected from one): a change is certain (--check said 0).
+	same_status -C -a -i other d/i
+	[ "$status" = 1 ] || fail "exit $status"
+	same_status -C -a d/i
+	[ "$status" = 1 ] || fail "exit $status"
+	: > empty
+	same_status -C -a -i empty d/i
+	[ "$status" = 0 ] || fail "exit $status"
 	chattr -i d/i
 	same_status -C -o 1 d/m
 	[ "$status" = 1 ] || fail "exit $status"

@@ -208,6 +208,13 @@ overlay_on()
 	assert_content o4/l $'new a\n'
 	[ -z "$(find e4/moved/upper -maxdepth 1 -type c)" ] || fail "a whiteout: $(ls -lA e4/moved/upper)"
 	assert_no_litter o4
+	# a full disk refuses that link: the copy of a lower layer's file
+	# (which needs no link); the replace goes on without
+	echo lower2 > e4/moved/lower/l2
+	link_trace --inject linkat:error=ENOSPC -i s/b o4/l2
+	assert_status 0
+	assert_content o4/l2 $'new b\n'
+	assert_no_litter o4
 	# that link refused (an I/O error): nothing replaced, the reason said
 	link_trace --inject linkat:error=EIO -i s/b o4/l
 	assert_status 1
@@ -598,12 +605,31 @@ unlinked_fuse()
 	assert_no_litter o/d .t.ponywrite-old
 	rm o/d/.t.ponywrite-old
 
-	# a batch whose other target has that name: the link is renamed over,
-	# and what is there at the end is no longer the old file: kept
-	printf '%s\0' o/d/t s/a o/d/.t.ponywrite-old s/b |
-	    "$PONYWRITE" --batch=- || fail "batch: $?"
+	# a batch whose other target has that name: a random name, so that
+	# the link is not renamed over before the directory flush
+	printf '%s\0' o/d/t s/a o/d/.t.ponywrite-old s/b > list
+	link_trace --batch=list
+	assert_status 0
+	[ "$LINKS" = "flush flush link:t rename:t rename:.t.ponywrite-old flush flush flush unlink flush" ] ||
+	    fail "batch: '$LINKS'"
+	grep -q 'linkat(.*"\.t~\.' "$BATS_TEST_TMPDIR/link.log" ||
+	    fail "not a random name: $(grep linkat "$BATS_TEST_TMPDIR/link.log")"
 	assert_content o/d/t $'new a\n'
 	assert_content o/d/.t.ponywrite-old $'new b\n'
+	rm o/d/.t.ponywrite-old
+
+	# names cut to fit (NAME_MAX 251) that begin alike: one name each
+	local long
+	long=$(printf 'l%.0s' {1..236})
+	echo 1 > s/"${long}1"
+	echo 2 > s/"${long}2"
+	for i in 1 2 3; do
+		"$PONYWRITE" -t o/d s/"${long}1" s/"${long}2" || fail "-t $i"
+	done
+	run ls -A low/layers/upper/d
+	[ "$(grep -c "^\.${long:0:200}.*\.ponywrite-old\$" <<<"$output")" = 2 ] ||
+	    fail "upper directory: $output"
+	[ "$(grep -c '^\.l' <<<"$output")" = 2 ] || fail "upper directory: $output"
 }
 
 @test "FUSE over a file system without a journal: the old file stays linked till the name is on the disk below (sync(2) where the server keeps a directory's fsync)" {

@@ -268,6 +268,14 @@ M("whiteout-random-link", "link_old", [("if (opt.backup || !(f->plan & PLAN_WHIT
   "fuse-overlayfs: the kept link has a random name, a whiteout left in its upper directory a replace", "flush")
 M("whiteout-taken-fails", "link_old", [("if (r < 0 && errno == EEXIST)", "if (0)")],
   "fuse-overlayfs: a kept link's name left by a crash fails every later replace of that target", "flush")
+M("kept-link-name-other-target", "check_duplicates", [("jobs[jobs[i].dir].randomold = 1;", ";")],
+  "fuse-overlayfs: a batch's target named .a.ponywrite-old replaces a's kept link before the directory flush", "flush")
+M("kept-link-name-no-hash", "tagged_name", [("if (!unique || strlen(name) <= keep)", "if (1)")],
+  "fuse-overlayfs: two long names that begin alike share one kept link name: a whiteout a replace again", "flush")
+M("overlay-copy-up-full-fails", "no_links", [("f->plan & PLAN_GUESS ? full :", "0 ? full :")],
+  "an overlay out of sight on a full disk: the link's copy-up of a lower file fails a replace that needs no link", "flush")
+M("check-append-may-stay", "check_job", [("j->changes = appends(run, j);", "j->changes = 0;")],
+  "--check -C -a with a non-empty input: warns where the run fails (immutable target)", "check")
 M("kept-link-not-checked", "unlink_kept_link", [("st.st_ino != f->st.st_ino))", "st.st_ino != st.st_ino))")],
   "a batch's target named as another's kept link (fuse-overlayfs) is removed as that link: its content lost", "flush")
 M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0)', "if (0)")],
