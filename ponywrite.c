@@ -190,6 +190,8 @@ struct file {
 	const char *name;		/* its name in that directory: in
 					   target, or allocated (a link's) */
 	size_t	 dir;			/* the first job in that directory */
+	size_t	 missat;		/* --check -p: where in dirpath the
+					   directories a run makes begin */
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
 	struct oldstat st;
@@ -1523,7 +1525,8 @@ struct walk {
 	int hops;	/* symbolic links followed so far */
 	int refused;	/* stopped at another user's link in a sticky directory: */
 	uid_t owner;	/* its owner */
-	int missing;	/* --check -p: stopped where a run makes directories */
+	int missing;	/* --check -p: stopped where a run makes directories, */
+	size_t missat;	/* from this length of the path on */
 	size_t made;	/* -p: the directory that could not be made, */
 	size_t in;	/* and its parent, as lengths of the path walked */
 	char at[PATH_MAX];	/* the directory reached, as named (messages); */
@@ -1542,7 +1545,7 @@ walk_start(struct walk *w)
 {
 	w->hops = w->refused = w->missing = 0;
 	w->owner = 0;
-	w->made = w->in = 0;
+	w->made = w->in = w->missat = 0;
 	w->at[0] = w->link[0] = '\0';
 }
 
@@ -1783,6 +1786,36 @@ make_dir(int fd, const char *name)
 	return r;
 }
 
+static int name_too_long(int, const char *);
+
+/*
+ * --check -p: is S, or a name after it in REST, a directory of P to make in
+ * FD, too long for FD's file system?  1, with errno and W as a run's mkdir
+ * leaves them (failed_dir), or 0.
+ */
+static int
+missing_too_long(int fd, const char *p, char *s, char *rest, struct walk *w)
+{
+	char *next;
+
+	for (;;) {
+		if (*s != '\0' && name_too_long(fd, s)) {
+			w->in = (size_t)(s - p);
+			w->made = w->in + strlen(s);
+			errno = ENAMETOOLONG;
+			return 1;
+		}
+		if (*rest == '\0')
+			return 0;
+		s = rest;
+		if ((next = strchr(rest, '/')) != NULL)
+			*next++ = '\0';
+		else
+			next = rest + strlen(rest);
+		rest = next;
+	}
+}
+
 /*
  * -p: create each missing directory of PATH, flushing its parent.  The ones
  * on the way are opened for search only, as the kernel's walk needs.
@@ -1820,8 +1853,12 @@ make_parents(int atfd, const char *path, struct walk *w)
 			   the last that exists stands for them, opened
 			   for reading (its default ACL) where it can be. */
 			w->missing = 1;
-			if ((sub = xopenat(fd, ".", O_RDONLY | O_DIRECTORY |
-			    O_CLOEXEC, 0)) >= 0) {
+			w->missat = (size_t)(s - p);
+			if (missing_too_long(fd, p, s, next, w)) {
+				close(fd);
+				fd = -1;
+			} else if ((sub = xopenat(fd, ".", O_RDONLY |
+			    O_DIRECTORY | O_CLOEXEC, 0)) >= 0) {
 				close(fd);
 				fd = sub;
 			}
@@ -1909,6 +1946,7 @@ enter_dir(struct file *f, int atfd, const char *path, const char *display)
 		close(f->dirfd);
 	f->dirfd = fd;
 	f->makedirs = w.missing;
+	f->missat = w.missat;
 	return 0;
 }
 
@@ -2066,29 +2104,36 @@ stat_name(struct file *f)
 	return 0;
 }
 
+static long dir_name_max(int);
 static long name_max(const struct file *);
 
 /*
- * Is F's name, not found, too long for its directory?  Longer than its
+ * Is NAME, not found, too long for directory DIRFD?  Longer than its
  * NAME_MAX where that is less than the kernel's (fuse-overlayfs: 251: such
  * a server says only that the name does not exist, and the rename fails),
  * or than 255 UTF-16 units, which no file system takes (NTFS and exFAT
  * count those, not bytes: a longer name of fewer characters is theirs).
  */
 static int
-too_long(const struct file *f)
+name_too_long(int dirfd, const char *name)
 {
-	const unsigned char *p = (const unsigned char *)f->name;
-	size_t n = strlen(f->name), units = 0;
+	const unsigned char *p = (const unsigned char *)name;
+	size_t n = strlen(name), units = 0;
 	long max;
 
 	if (n <= _POSIX_NAME_MAX)
 		return 0;
-	if ((max = name_max(f)) < NAME_MAX)
+	if ((max = dir_name_max(dirfd)) < NAME_MAX)
 		return n > (size_t)max;
 	for (; *p != '\0'; p++)	/* a character a unit, 4 bytes two */
 		units += ((*p & 0xc0) != 0x80) + ((*p & 0xf8) == 0xf0);
 	return units > (size_t)max;
+}
+
+static int
+too_long(const struct file *f)
+{
+	return name_too_long(f->dirfd, f->name);
 }
 
 /*
@@ -2764,18 +2809,24 @@ done:
  * system); fpathconf where statfs cannot tell.
  */
 static long
-name_max(const struct file *f)
+dir_name_max(int dirfd)
 {
 	long max = -1;
 #ifdef __linux__
 	struct statfs fs;
 
-	if (fstatfs(f->dirfd, &fs) == 0 && fs.f_namelen > 0)
+	if (fstatfs(dirfd, &fs) == 0 && fs.f_namelen > 0)
 		max = fs.f_namelen;
 #endif
 	if (max < 0)
-		max = fpathconf(f->dirfd, _PC_NAME_MAX);
+		max = fpathconf(dirfd, _PC_NAME_MAX);
 	return max < 0 || max > NAME_MAX ? NAME_MAX : max;
+}
+
+static long
+name_max(const struct file *f)
+{
+	return dir_name_max(f->dirfd);
 }
 
 /*
@@ -5044,6 +5095,8 @@ same_dir_named(const char *a, const char *b)
 static int
 resolve_job(struct run *run, struct file *j)
 {
+	struct stat dir;
+
 	if (j > jobs && j[-1].dirfailed && same_dir_named(j[-1].target,
 	    j->target))
 		j->dirfailed = 1;
@@ -5051,6 +5104,10 @@ resolve_job(struct run *run, struct file *j)
 		return -1;
 	j->dir = j - jobs;
 	if (j->makedirs) {	/* --check -p: not a directory to share */
+		if (fstat(j->dirfd, &dir) < 0)	/* share_missing_dirs */
+			return failed_errno(j->dirpath);
+		j->dev = dir.st_dev;
+		j->ino = dir.st_ino;
 		j->plan = fs_plan(j->dirfd, 0);
 		j->resolved = 1;
 		return 0;
@@ -6408,23 +6465,33 @@ print_check(const struct file *j, struct fsname *fs)
 	    opt.null ? '\0' : '\n');
 }
 
-/* A missing directory's path as a key: absolute, "." and "//" dropped. */
+/*
+ * J's missing directory as a key: the device and inode of the last that
+ * exists, then the names a run makes, "." and "//" dropped and ".." taken
+ * back (they will be directories); one above the last that exists stays.
+ */
 static char *
-dir_key(const char *path, const char *cwd)
+dir_key(const struct file *j)
 {
-	char *key = xmalloc(strlen(cwd) + strlen(path) + 3), *o = key;
-	const char *p = path;
+	const char *p = j->dirpath + j->missat;
+	char *key = xmalloc(strlen(p) + 4 * sizeof(uintmax_t) + 4), *o, *stop;
 	size_t n;
 
-	if (*path != '/' && strcmp(cwd, "/") != 0)
-		o += sprintf(o, "%s", cwd);
-	while (*p != '\0') {
+	o = stop = key + sprintf(key, "%jx:%jx", (uintmax_t)j->dev,
+	    (uintmax_t)j->ino);
+	for (; *p != '\0'; p += n + (p[n] == '/')) {
 		n = strcspn(p, "/");
-		if (n > 0 && !(n == 1 && *p == '.'))
+		if (n == 0 || (n == 1 && *p == '.'))
+			continue;
+		if (n == 2 && p[0] == '.' && p[1] == '.' && o > stop)
+			while (*--o != '/')	/* back one name */
+				;
+		else if (n == 2 && p[0] == '.' && p[1] == '.')
+			o = stop = o + sprintf(o, "/..");
+		else
 			o += sprintf(o, "/%.*s", (int)n, p);
-		p += n + (p[n] == '/');
 	}
-	strcpy(o, o == key ? "/" : "");
+	*o = '\0';
 	return key;
 }
 
@@ -6446,15 +6513,12 @@ by_key(const void *a, const void *b)
 static void
 share_missing_dirs(void)
 {
-	char cwd[PATH_MAX];
 	struct keyed *v = xmalloc((njobs > 0 ? njobs : 1) * sizeof *v);
 	size_t i, n = 0;
 
-	if (getcwd(cwd, sizeof cwd) == NULL)	/* too long: relative keys */
-		strcpy(cwd, ".");		/* stay apart from absolute ones */
 	for (i = 0; i < njobs; i++)
 		if (jobs[i].makedirs && jobs[i].resolved) {
-			v[n].key = dir_key(jobs[i].dirpath, cwd);
+			v[n].key = dir_key(&jobs[i]);
 			v[n++].job = &jobs[i];
 		}
 	qsort(v, n, sizeof *v, by_key);

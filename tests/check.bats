@@ -275,6 +275,24 @@ same_status()
 	# ... and a name over NAME_MAX there: --check said 0.
 	same_status -p "q/y/L$long"
 	[ "$status" = 1 ] || fail "exit $status"
+	# ... or a directory's name to make (--check said 0).
+	same_status -p "q/L$long/y/a"
+	[ "$status" = 1 ] || fail "exit $status"
+	# Spelled with ".." or through a link (--check said 0, the run 2).
+	mkdir e
+	ln -s e le
+	local l
+	for l in 'n/y/../x/a s/a n/x/a s/a' 'le/n/a s/a e/n/a s/a' \
+	    'e/../n/a s/a n/a s/a' 'n/./x/../x/a s/a n/x/a s/a'; do
+		# shellcheck disable=SC2086 # a list of words
+		printf '%s\0' $l > list
+		same_status -p --batch=list
+		[ "$status" = 2 ] || fail "$l: exit $status"
+		rm -rf n e/n
+	done
+	printf '%s\0' n/x/a s/a n/y/a s/a > list
+	same_status -p --batch=list
+	[ "$status" = 0 ] || fail "two directories: exit $status"
 }
 
 @test "--check exits as the run as an ordinary user: -p where the directories cannot be made, a duplicate; -C with an owner it cannot keep" {

@@ -618,6 +618,26 @@ unlinked_fuse()
 	assert_content o/d/.t.ponywrite-old $'new b\n'
 	rm o/d/.t.ponywrite-old
 
+	# another's file renamed over that link while the run waits after its
+	# rename (stopped there): not the old file any more, so not removed
+	local log=$BATS_TEST_TMPDIR/stop.log pid= state= n
+	strace -f -qq -o "$log" -e trace=renameat -e inject=renameat:signal=SIGSTOP \
+	    "$PONYWRITE" -i s/b o/d/t &
+	for n in $(seq 100); do
+		pid=$(sed -n '1s/ .*//p' "$log" 2>/dev/null)
+		[ -n "$pid" ] && state=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -c1)
+		[ "$state" = t ] || [ "$state" = T ] && break
+		sleep 0.1
+	done
+	[ "$state" = t ] || [ "$state" = T ] || fail "not stopped after its rename: $(cat "$log")"
+	echo other > o/d/.other
+	mv o/d/.other o/d/.t.ponywrite-old
+	kill -CONT "$pid"
+	wait $! || fail "exit $?"
+	assert_content o/d/t $'new b\n'
+	assert_content o/d/.t.ponywrite-old $'other\n'
+	rm o/d/.t.ponywrite-old
+
 	# names cut to fit (NAME_MAX 251) that begin alike: one name each
 	local long
 	long=$(printf 'l%.0s' {1..236})

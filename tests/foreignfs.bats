@@ -129,6 +129,19 @@ new_files_on()
 ponywrite: nothing replaced: 1 of 2 targets failed"
 	assert_untouched m/b
 	assert_no_litter m
+	# A directory -p would make, so named: --check says what the run
+	# says (it said create, the run 1).
+	local t
+	for t in "q/$long/a" "q/r/$long/s/a"; do
+		run --separate-stderr "$PONYWRITE" --check -p "m/$t" < /dev/null
+		assert_status 1
+		local said=$stderr
+		run --separate-stderr "$PONYWRITE" -p "m/$t" < <(echo new)
+		assert_status 1
+		[ "$said" = "$stderr" ] || fail "--check: $said; the run: $stderr"
+		assert_stderr_has "$long in m/q"
+		rm -rf m/q
+	done
 }
 
 @test "the lock file's name fits the directory's NAME_MAX (fuse-overlayfs) and UTF-8 (exFAT)" {

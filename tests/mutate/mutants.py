@@ -264,7 +264,7 @@ M("fuse-no-sync", "sync_below", [("\t\t\tsync();\n", "")],
   "flush")
 M("fuse-overlayfs-unlinked", "fuse_plan", [("PLAN_FUSE | PLAN_NOJOURNAL | PLAN_WHITEOUT;", "PLAN_FUSE;")],
   "fuse-overlayfs over ext2 without the kept link: a crash can lose the target's name", "flush")
-M("whiteout-random-link", "link_old", [("if (opt.backup || !(f->plan & PLAN_WHITEOUT))", "if (1)")],
+M("whiteout-random-link", "link_old", [("if (opt.backup || !(f->plan & PLAN_WHITEOUT) ||", "if (1 ||")],
   "fuse-overlayfs: the kept link has a random name, a whiteout left in its upper directory a replace", "flush")
 M("whiteout-taken-fails", "link_old", [("if (r < 0 && errno == EEXIST)", "if (0)")],
   "fuse-overlayfs: a kept link's name left by a crash fails every later replace of that target", "flush")
@@ -276,6 +276,10 @@ M("overlay-copy-up-full-fails", "no_links", [("f->plan & PLAN_GUESS ? full :", "
   "an overlay out of sight on a full disk: the link's copy-up of a lower file fails a replace that needs no link", "flush")
 M("check-append-may-stay", "check_job", [("j->changes = appends(run, j);", "j->changes = 0;")],
   "--check -C -a with a non-empty input: warns where the run fails (immutable target)", "check")
+M("check-missing-dotdot-apart", "dir_key", [("if (n == 2 && p[0] == '.' && p[1] == '.' && o > stop)", "if (0)")],
+  "--check -p: n/y/../x/a and n/x/a are two places to --check (exit 0), one to the run (2)", "check")
+M("check-missing-dir-too-long", "make_parents", [("if (missing_too_long(fd, p, s, next, w)) {", "if (0) {")],
+  "--check -p: a directory to make with a name over NAME_MAX: --check says create, the run 1", "check")
 M("kept-link-not-checked", "unlink_kept_link", [("st.st_ino != f->st.st_ino))", "st.st_ino != st.st_ino))")],
   "a batch's target named as another's kept link (fuse-overlayfs) is removed as that link: its content lost", "flush")
 M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0)', "if (0)")],
@@ -684,14 +688,14 @@ M("check-makedirs-resolved", "check_job",
   [("\t\tj->resolved = 0;", "\t\t;")],
   "--check -p where the directories cannot be made: a duplicate says 2,"
   " the run fails at step 1 (1)", "check")
-M("too-long-units-unchecked", "too_long",
+M("too-long-units-unchecked", "name_too_long",
   [("\treturn units > (size_t)max;", "\treturn 0;")],
   "--check -p: a name over 255 passes; the run fails", "check")
 M("may-stay-meta-ignored", "may_stay",
-  [("return opt.ifchanged && f->exists && meta_unchanged(f);", "return opt.ifchanged && f->exists;")],
+  [("&& !f->changes && meta_unchanged(f);", "&& !f->changes;")],
   "--check -C -m 0600 on an immutable file warns (exit 0); the run fails (1)", "check")
 M("check-makedirs-spelled-apart", "dir_key",
-  [("if (n > 0 && !(n == 1 && *p == '.'))", "if (1)")],
+  [("if (n == 0 || (n == 1 && *p == '.'))\n\t\t\tcontinue;", "")],
   "--check -p: n/x/a and n/x//a (or ./n/x/a) are two places; the run"
   " says given twice (2)", "check")
 M("case-paths-unchecked", "check_folded_paths",
