@@ -190,8 +190,6 @@ struct file {
 	const char *name;		/* its name in that directory: in
 					   target, or allocated (a link's) */
 	size_t	 dir;			/* the first job in that directory */
-	size_t	 missat;		/* --check -p: where in dirpath the
-					   directories a run makes begin */
 	dev_t	 dev;			/* the file system of that directory */
 	ino_t	 ino;
 	struct oldstat st;
@@ -1525,8 +1523,7 @@ struct walk {
 	int hops;	/* symbolic links followed so far */
 	int refused;	/* stopped at another user's link in a sticky directory: */
 	uid_t owner;	/* its owner */
-	int missing;	/* --check -p: stopped where a run makes directories, */
-	size_t missat;	/* from this length of the path on */
+	int missing;	/* --check -p: stopped where a run makes directories */
 	size_t made;	/* -p: the directory that could not be made, */
 	size_t in;	/* and its parent, as lengths of the path walked */
 	char at[PATH_MAX];	/* the directory reached, as named (messages); */
@@ -1545,7 +1542,7 @@ walk_start(struct walk *w)
 {
 	w->hops = w->refused = w->missing = 0;
 	w->owner = 0;
-	w->made = w->in = w->missat = 0;
+	w->made = w->in = 0;
 	w->at[0] = w->link[0] = '\0';
 }
 
@@ -1853,7 +1850,6 @@ make_parents(int atfd, const char *path, struct walk *w)
 			   the last that exists stands for them, opened
 			   for reading (its default ACL) where it can be. */
 			w->missing = 1;
-			w->missat = (size_t)(s - p);
 			if (missing_too_long(fd, p, s, next, w)) {
 				close(fd);
 				fd = -1;
@@ -1946,7 +1942,6 @@ enter_dir(struct file *f, int atfd, const char *path, const char *display)
 		close(f->dirfd);
 	f->dirfd = fd;
 	f->makedirs = w.missing;
-	f->missat = w.missat;
 	return 0;
 }
 
@@ -6466,6 +6461,30 @@ print_check(const struct file *j, struct fsname *fs)
 }
 
 /*
+ * Where the directories of PATH that do not exist begin, as a walk that
+ * follows links finds it (make_parents stopped there): its length before.
+ */
+static size_t
+missing_part(const char *path)
+{
+	char *copy = xmalloc(strlen(path) + 1);
+	size_t n = strspn(path, "/"), end;
+	struct stat st;
+
+	for (;; n = end + strspn(path + end, "/")) {
+		end = n + strcspn(path + n, "/");
+		if (end == n)
+			break;
+		memcpy(copy, path, end);
+		copy[end] = '\0';
+		if (stat(copy, &st) < 0)
+			break;
+	}
+	free(copy);
+	return n;
+}
+
+/*
  * J's missing directory as a key: the device and inode of the last that
  * exists, then the names a run makes, "." and "//" dropped and ".." taken
  * back (they will be directories); one above the last that exists stays.
@@ -6473,7 +6492,7 @@ print_check(const struct file *j, struct fsname *fs)
 static char *
 dir_key(const struct file *j)
 {
-	const char *p = j->dirpath + j->missat;
+	const char *p = j->dirpath + missing_part(j->dirpath);
 	char *key = xmalloc(strlen(p) + 4 * sizeof(uintmax_t) + 4), *o, *stop;
 	size_t n;
 
