@@ -71,6 +71,14 @@
 #define HAVE_SYNCFS 1
 #define HAVE_EXT4_MAGIC	0xef53		/* ... of ext4 (and ext2, ext3) */
 #define HAVE_XFS_MAGIC	0x58465342	/* ... of XFS */
+#define HAVE_UNIT_NAMES_MAGIC	{ 0x65735546, 0x2011bab0, 0x7366746e, 0x4d44 }
+				/* ... of FUSE, exFAT, NTFS, FAT: names
+				   counted in UTF-16 units, not bytes */
+#define HAVE_PSEUDO_MAGIC { 0x9fa0, 0x62656572, 0x64626720, 0x74726163, \
+	0x73636673, 0x62656570, 0x27e0eb, 0x63677270, 0xde5e81e4 }
+				/* ... of proc, sysfs, debugfs, tracefs,
+				   securityfs, configfs, cgroup, cgroup2,
+				   efivarfs: a size that says nothing */
 #endif
 #ifdef SYNC_FILE_RANGE_WRITE
 #define HAVE_SYNC_FILE_RANGE 1
@@ -1796,6 +1804,8 @@ missing_too_long(int fd, const char *p, char *s, char *rest, struct walk *w)
 	char *next;
 
 	for (;;) {
+		if (strcmp(s, "..") == 0)	/* another file system, maybe */
+			return 0;
 		if (*s != '\0' && name_too_long(fd, s)) {
 			w->in = (size_t)(s - p);
 			w->made = w->in + strlen(s);
@@ -2102,6 +2112,35 @@ stat_name(struct file *f)
 static long dir_name_max(int);
 static long name_max(const struct file *);
 
+/* Is FD on a file system of one of TYPES (statfs f_type)? */
+static int
+fs_type_in(int fd, const long *types, size_t n)
+{
+	struct statfs fs;
+	size_t i;
+
+	if (fstatfs(fd, &fs) < 0)
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((long)fs.f_type == types[i])
+			return 1;
+	return 0;
+}
+
+/* Does directory FD count a name's length in UTF-16 units, not bytes? */
+static int
+counts_units(int fd)
+{
+#ifdef HAVE_UNIT_NAMES_MAGIC
+	static const long types[] = HAVE_UNIT_NAMES_MAGIC;
+
+	return fs_type_in(fd, types, sizeof types / sizeof types[0]);
+#else
+	(void)fd;
+	return 1;
+#endif
+}
+
 /*
  * Is NAME, not found, too long for directory DIRFD?  Longer than its
  * NAME_MAX where that is less than the kernel's (fuse-overlayfs: 251: such
@@ -2118,7 +2157,7 @@ name_too_long(int dirfd, const char *name)
 
 	if (n <= _POSIX_NAME_MAX)
 		return 0;
-	if ((max = dir_name_max(dirfd)) < NAME_MAX)
+	if ((max = dir_name_max(dirfd)) < NAME_MAX || !counts_units(dirfd))
 		return n > (size_t)max;
 	for (; *p != '\0'; p++)	/* a character a unit, 4 bytes two */
 		units += ((*p & 0xc0) != 0x80) + ((*p & 0xf8) == 0xf0);
@@ -6301,10 +6340,25 @@ check_input(struct run *run, const struct file *f)
 	return 0;
 }
 
+/* Is FD's size no measure of its content (proc, sysfs and the like)? */
+static int
+sizeless(int fd)
+{
+#ifdef HAVE_PSEUDO_MAGIC
+	static const long types[] = HAVE_PSEUDO_MAGIC;
+
+	return fs_type_in(fd, types, sizeof types / sizeof types[0]);
+#else
+	(void)fd;
+	return 1;
+#endif
+}
+
 /*
  * --check -C -a: is F's input a regular file (a source, or standard input
  * redirected from one) with something left to append?  Looked at without
- * a word: check_input says what is wrong with it.
+ * a word: check_input says what is wrong with it.  Not one whose size says
+ * nothing (a file of /proc or /sys): --check does not read it.
  */
 static int
 appends(struct run *run, const struct file *f)
@@ -6317,12 +6371,13 @@ appends(struct run *run, const struct file *f)
 		return 0;
 	if (strcmp(f->source, "-") == 0)
 		return !stdin_closed && fstat(STDIN_FILENO, &st) == 0 &&
-		    S_ISREG(st.st_mode) &&
+		    S_ISREG(st.st_mode) && !sizeless(STDIN_FILENO) &&
 		    st.st_size > lseek(STDIN_FILENO, 0, SEEK_CUR);
 	walk_start(&w);
 	if ((fd = open_source(&run->src, f->source, O_LOOK, &w)) < 0)
 		return 0;
-	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    !sizeless(fd);
 	close(fd);
 	return r;
 }
@@ -6467,20 +6522,23 @@ print_check(const struct file *j, struct fsname *fs)
 static size_t
 missing_part(const char *path)
 {
-	char *copy = xmalloc(strlen(path) + 1);
+	char name[NAME_MAX + 1];
 	size_t n = strspn(path, "/"), end;
-	struct stat st;
+	int fd = open(n > 0 ? "/" : ".", O_SEARCH_DIR | O_DIRECTORY |
+	    O_CLOEXEC), sub;
 
-	for (;; n = end + strspn(path + end, "/")) {
-		end = n + strcspn(path + n, "/");
-		if (end == n)
-			break;
-		memcpy(copy, path, end);
-		copy[end] = '\0';
-		if (stat(copy, &st) < 0)
-			break;
+	/* A name at a time: a path through links may pass PATH_MAX. */
+	while (fd >= 0 && (end = n + strcspn(path + n, "/")) > n &&
+	    end - n <= NAME_MAX) {
+		memcpy(name, path + n, end - n);
+		name[end - n] = '\0';
+		sub = openat(fd, name, O_SEARCH_DIR | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		if ((fd = sub) >= 0)
+			n = end + strspn(path + end, "/");
 	}
-	free(copy);
+	if (fd >= 0)
+		close(fd);
 	return n;
 }
 

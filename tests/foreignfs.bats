@@ -142,6 +142,14 @@ ponywrite: nothing replaced: 1 of 2 targets failed"
 		assert_stderr_has "$long in m/q"
 		rm -rf m/q
 	done
+	# ".." out of the mount: the name is made where it may be that long
+	# (review: --check said 1, the run 0)
+	echo s > s
+	run --separate-stderr "$PONYWRITE" --check -p -i s "m/n/../../$long/a"
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -p -i s "m/n/../../$long/a"
+	assert_status 0
+	assert_content "$long/a" $'s\n'
 }
 
 @test "the lock file's name fits the directory's NAME_MAX (fuse-overlayfs) and UTF-8 (exFAT)" {
