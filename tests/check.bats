@@ -296,7 +296,7 @@ same_status()
 	rm -rf n
 	# A name of 100 characters, 300 bytes: too long for ext4, which counts
 	# bytes (review: --check said create).
-	same_status -p "q/$(printf '\xe4\xb8\xad%.0s' {1..100})/a"
+	same_status -p "q2/$(printf '\xe4\xb8\xad%.0s' {1..100})/a"
 	[ "$status" = 1 ] || fail "exit $status"
 	# A sysfs file whose size says 4096 and that reads nothing: -C -a may
 	# leave the target (review: --check said 1, the run 0).
