@@ -2112,31 +2112,35 @@ stat_name(struct file *f)
 static long dir_name_max(int);
 static long name_max(const struct file *);
 
-/* Is FD on a file system of one of TYPES (statfs f_type)? */
+/*
+ * Is FD on a file system of KIND (its statfs f_type)?  UNIT_NAMES: it
+ * counts a name's length in UTF-16 units, not bytes (FUSE, exFAT, NTFS,
+ * FAT).  SIZELESS: a file's size says nothing of its content (proc, sysfs
+ * and the like).  Where that cannot be told, 1: the answer that refuses
+ * less.
+ */
+enum fskind { UNIT_NAMES, SIZELESS };
+
 static int
-fs_type_in(int fd, const long *types, size_t n)
+fs_is(int fd, enum fskind kind)
 {
+#if defined(HAVE_UNIT_NAMES_MAGIC) && defined(HAVE_PSEUDO_MAGIC)
+	static const long units[] = HAVE_UNIT_NAMES_MAGIC,
+	    pseudo[] = HAVE_PSEUDO_MAGIC;
+	const long *t = kind == UNIT_NAMES ? units : pseudo;
+	size_t i, n = kind == UNIT_NAMES ? sizeof units / sizeof units[0] :
+	    sizeof pseudo / sizeof pseudo[0];
 	struct statfs fs;
-	size_t i;
 
 	if (fstatfs(fd, &fs) < 0)
-		return 0;
+		return 1;
 	for (i = 0; i < n; i++)
-		if ((long)fs.f_type == types[i])
+		if ((long)fs.f_type == t[i])
 			return 1;
 	return 0;
-}
-
-/* Does directory FD count a name's length in UTF-16 units, not bytes? */
-static int
-counts_units(int fd)
-{
-#ifdef HAVE_UNIT_NAMES_MAGIC
-	static const long types[] = HAVE_UNIT_NAMES_MAGIC;
-
-	return fs_type_in(fd, types, sizeof types / sizeof types[0]);
 #else
 	(void)fd;
+	(void)kind;
 	return 1;
 #endif
 }
@@ -2157,7 +2161,7 @@ name_too_long(int dirfd, const char *name)
 
 	if (n <= _POSIX_NAME_MAX)
 		return 0;
-	if ((max = dir_name_max(dirfd)) < NAME_MAX || !counts_units(dirfd))
+	if ((max = dir_name_max(dirfd)) < NAME_MAX || !fs_is(dirfd, UNIT_NAMES))
 		return n > (size_t)max;
 	for (; *p != '\0'; p++)	/* a character a unit, 4 bytes two */
 		units += ((*p & 0xc0) != 0x80) + ((*p & 0xf8) == 0xf0);
@@ -6340,20 +6344,6 @@ check_input(struct run *run, const struct file *f)
 	return 0;
 }
 
-/* Is FD's size no measure of its content (proc, sysfs and the like)? */
-static int
-sizeless(int fd)
-{
-#ifdef HAVE_PSEUDO_MAGIC
-	static const long types[] = HAVE_PSEUDO_MAGIC;
-
-	return fs_type_in(fd, types, sizeof types / sizeof types[0]);
-#else
-	(void)fd;
-	return 1;
-#endif
-}
-
 /*
  * --check -C -a: is F's input a regular file (a source, or standard input
  * redirected from one) with something left to append?  Looked at without
@@ -6371,13 +6361,13 @@ appends(struct run *run, const struct file *f)
 		return 0;
 	if (strcmp(f->source, "-") == 0)
 		return !stdin_closed && fstat(STDIN_FILENO, &st) == 0 &&
-		    S_ISREG(st.st_mode) && !sizeless(STDIN_FILENO) &&
+		    S_ISREG(st.st_mode) && !fs_is(STDIN_FILENO, SIZELESS) &&
 		    st.st_size > lseek(STDIN_FILENO, 0, SEEK_CUR);
 	walk_start(&w);
 	if ((fd = open_source(&run->src, f->source, O_LOOK, &w)) < 0)
 		return 0;
 	r = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    !sizeless(fd);
+	    !fs_is(fd, SIZELESS);
 	close(fd);
 	return r;
 }

@@ -282,9 +282,9 @@ M("check-missing-dir-too-long", "make_parents", [("if (missing_too_long(fd, p, s
   "--check -p: a directory to make with a name over NAME_MAX: --check says create, the run 1", "check")
 M("missing-dotdot-other-fs", "missing_too_long", [("if (strcmp(s, \"..\") == 0)", "if (0)")],
   "--check -p: a name past '..' out of a mount is measured against the mount's NAME_MAX (a false failure)", "check")
-M("name-units-everywhere", "name_too_long", [("|| !counts_units(dirfd))", ")")],
+M("name-units-everywhere", "name_too_long", [("|| !fs_is(dirfd, UNIT_NAMES))", ")")],
   "--check -p: a 300-byte name of 100 characters passes on ext4, which counts bytes; the run fails", "check")
-M("appends-sizeless", "appends", [("st.st_size > 0 &&\n\t    !sizeless(fd);", "st.st_size > 0;")],
+M("appends-sizeless", "appends", [("st.st_size > 0 &&\n\t    !fs_is(fd, SIZELESS);", "st.st_size > 0;")],
   "--check -C -a: a sysfs file that reads nothing makes a change certain (--check 1, the run 0)", "check")
 M("missing-part-by-path", "missing_part", [("sub = openat(fd, name,", "sub = openat(AT_FDCWD, path,")],
   "--check -p: a missing directory's place looked up by its whole path: past PATH_MAX a false duplicate", "check")
