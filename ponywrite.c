@@ -1824,6 +1824,18 @@ missing_too_long(int fd, const char *p, char *s, char *rest, struct walk *w)
 }
 
 /*
+ * --check -p: is NAME in FD a link to nothing?  A run's mkdir finds it
+ * there (EEXIST), and the walk after it fails as the one before did.
+ */
+static int
+dangling(int fd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/*
  * -p: create each missing directory of PATH, flushing its parent.  The ones
  * on the way are opened for search only, as the kernel's walk needs.
  */
@@ -1855,7 +1867,13 @@ make_parents(int atfd, const char *path, struct walk *w)
 		flags = (next[strspn(next, "/")] == '\0' ? O_RDONLY :
 		    O_SEARCH_DIR) | O_DIRECTORY;
 		if ((sub = walk_dir(fd, s, flags, w)) < 0 && errno == ENOENT &&
-		    opt.check) {
+		    opt.check && dangling(fd, s)) {
+			close(fd);
+			fd = -1;
+			errno = ENOENT;
+			break;
+		}
+		if (sub < 0 && errno == ENOENT && opt.check) {
 			/* --check: from here on a run would make them;
 			   the last that exists stands for them, opened
 			   for reading (its default ACL) where it can be. */

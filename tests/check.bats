@@ -294,6 +294,11 @@ same_status()
 	same_status -p --batch=list
 	[ "$status" = 0 ] || fail "two directories: exit $status"
 	rm -rf n
+	# A link to nothing on the way: a run's mkdir finds it there and its
+	# walk fails (review: --check said create).
+	ln -s nowhere dl
+	same_status -p dl/a
+	[ "$status" = 1 ] || fail "a link to nothing: exit $status"
 	# A name of 100 characters, 300 bytes: too long for ext4, which counts
 	# bytes (review: --check said create).
 	same_status -p "q2/$(printf '\xe4\xb8\xad%.0s' {1..100})/a"

@@ -288,6 +288,8 @@ M("appends-sizeless", "appends", [("st.st_size > 0 &&\n\t    !fs_is(fd, SIZELESS
   "--check -C -a: a sysfs file that reads nothing makes a change certain (--check 1, the run 0)", "check")
 M("missing-part-by-path", "missing_part", [("sub = openat(fd, name,", "sub = openat(AT_FDCWD, path,")],
   "--check -p: a missing directory's place looked up by its whole path: past PATH_MAX a false duplicate", "check")
+M("check-dangling-made", "make_parents", [("opt.check && dangling(fd, s)) {", "opt.check && 0) {")],
+  "--check -p through a link to nothing: --check says create, the run fails (the link is there: its mkdir finds it)", "check")
 M("kept-link-not-checked", "unlink_kept_link", [("st.st_ino != f->st.st_ino))", "st.st_ino != st.st_ino))")],
   "a batch's target named as another's kept link (fuse-overlayfs) is removed as that link: its content lost", "flush")
 M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0)', "if (0)")],
