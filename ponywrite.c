@@ -11,7 +11,9 @@
  *	1. resolve_target	find the real file and open its directory
  *	2. create_temp		.NAME.RANDOM, O_EXCL|O_NOFOLLOW, mode 0600
  *	3. fill_temp		copy the input (or run the command) into it,
- *				writing large input behind in windows
+ *				writing large input behind in windows; with
+ *				-C, fill_if_changed compares first and makes
+ *				2 and 3 only where the content differs
  *	4. apply_metadata	owner, attributes, then mode, on the descriptor
  *	5. flush_new		fsync the temporary file, or where the journal
  *				orders it (ext4, XFS) or its flush after the
@@ -3030,10 +3032,8 @@ name_temp(struct file *f, int *fd)
 }
 
 /*
- * The temporary file, in *FD; -errno there where -C can do without one (a
- * read-only mount, a directory the caller cannot write), so that the input
- * can still be compared: see input_unchanged().  Unnamed (F->unnamed) till
- * it is complete: name_new.
+ * The temporary file, in *FD.  Unnamed (F->unnamed) till it is complete:
+ * name_new.
  */
 static int
 create_temp(struct file *f, int *fd)
@@ -3047,10 +3047,6 @@ create_temp(struct file *f, int *fd)
 		return -1;
 	if (*fd >= 0)
 		return 0;
-	if (opt.ifchanged && (errno == EROFS || errno == EACCES)) {
-		*fd = -errno;
-		return 0;
-	}
 	return f->unnamed ? failed_unnamed(f, errno) : failed_temp(f, errno);
 }
 
@@ -3392,17 +3388,17 @@ static off_t
 copy_fd(struct file *f, int in, int out, const char *inname)
 {
 	struct stat st;
-	off_t total = 0, start, at = opt.append ? lseek(out, 0, SEEK_CUR) : 0;
+	off_t total = 0, start, at = lseek(out, 0, SEEK_CUR);
 	ssize_t n;
 
 	if (fstat(in, &st) < 0)
 		return failed_errno(inname);
 	if (S_ISDIR(st.st_mode))
 		return failed(inname, "%s", strerror(EISDIR));
-	/* st_size 0 may be a file of /proc: read(2) it.  Only stdin may have
-	   been read from before. */
+	/* st_size 0 may be a file of /proc: read(2) it.  From where IN was
+	   read to (stdin, or -C's comparison). */
 	if (S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    (start = in == STDIN_FILENO ? lseek(in, 0, SEEK_CUR) : 0) >= 0)
+	    (start = lseek(in, 0, SEEK_CUR)) >= 0)
 		return copy_regular(f, in, start, st.st_size, out, at,
 		    inname);
 #ifdef HAVE_SPLICE
@@ -3598,12 +3594,11 @@ cloexec_pipe(int p[2])
  * Command mode: the command writes into a pipe that is copied into the
  * temporary file until every writer has closed it, as $(command) reads:
  * a background process of the command cannot write into the file after
- * it is committed.
+ * it is committed.  The pipe's reading end, the command in *CHILD_PID.
  */
-static off_t
-run_command(struct file *f, int out)
+static int
+start_command(struct file *f, pid_t *child_pid)
 {
-	off_t size;
 	pid_t pid;
 	ssize_t n;
 	int p[2], report[2], e;
@@ -3634,8 +3629,22 @@ run_command(struct file *f, int out)
 		close(p[0]);
 		return -1;
 	}
-	size = copy_fd(f, p[0], out, opt.command[0]);
-	close(p[0]);
+	*child_pid = pid;
+	return p[0];
+}
+
+/* The command's output into OUT: its size, or -1. */
+static off_t
+run_command(struct file *f, int out)
+{
+	off_t size;
+	pid_t pid = -1;
+	int in;
+
+	if ((in = start_command(f, &pid)) < 0)
+		return -1;
+	size = copy_fd(f, in, out, opt.command[0]);
+	close(in);
 	/* A failed copy does not wait for the command: it may never end. */
 	if (size < 0 || wait_command(f, pid) < 0)
 		return -1;
@@ -3710,46 +3719,96 @@ unchanged(const struct file *f, int fd, off_t size)
 }
 
 /*
- * -C without a temporary file (create_temp() gave -E): the input, read to
- * its end, compared with the target.  The same: nothing to write, which
- * needs no writable directory.  Otherwise the error E stands.
+ * -C, where only the content may change (compares_first): the input IN read
+ * and compared with the target as it comes, nothing written.  1 if it ends
+ * as the target does; 0 if not: its first *SAME bytes are the target's,
+ * and the *N read after them are in buf; -1.
  */
 static int
-input_unchanged(struct run *run, struct file *f, int e)
+compare_input(struct file *f, int in, const char *inname, off_t *same,
+    ssize_t *n)
 {
-	off_t off = 0;
-	ssize_t n;
-	int in, same = opt.command == NULL && !opt.append && meta_unchanged(f);
-
-	if ((in = f->in = same ? open_input(run, f, O_RDONLY) : -1) < 0 &&
-	    same)
-		return -1;
-	while (same && (n = xread(in, buf, sizeof buf)) != 0) {
-		if (n < 0)
-			return failed_errno(input_name(f));
-		same = off + n <= f->st.st_size &&
-		    xpread(f->fd, cmpbuf, n, off) == n &&
-		    memcmp(buf, cmpbuf, n) == 0;
-		off += n;
+	for (*same = 0, *n = 0;; *same += *n) {
+		if ((*n = xread(in, buf, sizeof buf)) < 0)
+			return failed_errno(inname);
+		if (*n == 0)
+			return *same == f->st.st_size;
+		if (*same >= f->st.st_size ||
+		    xpread(f->fd, cmpbuf, *n, *same) != *n ||
+		    memcmp(buf, cmpbuf, *n) != 0)
+			return 0;
 	}
-	if (in > STDIN_FILENO)
-		close(in);
-	f->in = -1;
-	if (!same || off != f->st.st_size || (opt.noempty && off == 0))
-		return failed_temp(f, e);
-	return 1;
 }
 
 /*
- * -C: 1 if the new file (FD, SIZE bytes, or -errno if there is none) is the
- * old one, content and metadata; 0 if not; -1.
+ * The new file FD from the target's first SAME bytes (copied in the
+ * kernel, a reflink on XFS and btrfs) and the N of the input in buf, its
+ * offset after them, ready for the rest: their size, or -1.
+ */
+static off_t
+write_changed(struct file *f, int fd, off_t same, ssize_t n)
+{
+	off_t done;
+
+	/* buf first: copy_span's fallback reads through it. */
+	if (n > 0 && xpwrite(fd, buf, n, same) < 0)
+		return failed_write(f);
+	if ((done = copy_span(f, f->fd, 0, fd, 0, same, f->target)) < 0)
+		return -1;
+	if (done < same)
+		return failed(f->target, "shrank while it was read (-C)");
+	if (lseek(fd, same + n, SEEK_SET) < 0)
+		return failed_write(f);
+	return same + n;
+}
+
+/*
+ * -C compares before it writes where the new file can be the old one but
+ * for its content: not with -a (a change is certain unless nothing is
+ * appended, which the old content, copied first, is compared with) or
+ * --in-place, and where the metadata asked for is the target's.
  */
 static int
-same_as_old(struct run *run, struct file *f, int fd, off_t size)
+compares_first(const struct file *f)
 {
-	if (!opt.ifchanged)
-		return 0;
-	return fd < 0 ? input_unchanged(run, f, -fd) : unchanged(f, fd, size);
+	return opt.ifchanged && !opt.append && !opt.inplace &&
+	    meta_unchanged(f);
+}
+
+/*
+ * Steps 2 and 3 under -C (compares_first): the input compared with the
+ * target; only where it differs is the temporary file made, from the
+ * target's part that is the same and the rest of the input.  1 if the
+ * input was the target (nothing written), 0 (*SIZE written), or -1.
+ */
+static int
+fill_if_changed(struct run *run, struct file *f, off_t *size)
+{
+	const char *inname = opt.command ? opt.command[0] : input_name(f);
+	off_t same = 0, rest = 0;
+	ssize_t n = 0;
+	pid_t pid = -1;
+	int in, r;
+
+	*size = 0;
+	if ((in = f->in = opt.command ? start_command(f, &pid) :
+	    open_input(run, f, O_RDONLY)) < 0)
+		return -1;
+	if ((r = compare_input(f, in, inname, &same, &n)) == 0 &&
+	    (create_temp(f, &f->newfd) < 0 ||
+	    (*size = write_changed(f, f->newfd, same, n)) < 0 ||
+	    (rest = copy_fd(f, in, f->newfd, inname)) < 0))
+		r = -1;
+	if (in > STDIN_FILENO)
+		close(in);
+	f->in = -1;
+	/* A failed copy does not wait for the command: it may never end. */
+	if (r < 0 || (pid > 0 && wait_command(f, pid) < 0))
+		return -1;
+	*size = r == 1 ? f->st.st_size : *size + rest;
+	if (opt.noempty && *size == 0)
+		return failed(f->target, "input is empty, not replaced (-E)");
+	return r;
 }
 
 /* ==== Step 4: metadata, on the descriptor ==== */
@@ -5780,14 +5839,17 @@ prepare_job(struct run *run, struct file *j)
 	 */
 	j->flushes = !opt.inplace ? plan_flushes(run, j) :
 	    opt.sync ? FL_OLD : 0;
-	if ((opt.inplace ? create_exchange_temp(j) :
+	if (compares_first(j))
+		same = fill_if_changed(run, j, &size);
+	else if ((opt.inplace ? create_exchange_temp(j) :
 	    create_temp(j, &j->newfd)) < 0 ||
 	    (!opt.ifchanged && (check_sticky(run, j) < 0 ||
 	    check_keep_old(run, j) < 0)) ||
-	    (size = j->newfd >= 0 ? fill_temp(run, j, j->newfd) : 0) < 0 ||
-	    (same = same_as_old(run, j, j->newfd, size)) < 0)
-		return -1;
-	if ((same ? keep_unchanged(j) : make_ready(run, j)) < 0)
+	    (size = fill_temp(run, j, j->newfd)) < 0)
+		same = -1;
+	else
+		same = opt.ifchanged ? unchanged(j, j->newfd, size) : 0;
+	if (same < 0 || (same ? keep_unchanged(j) : make_ready(run, j)) < 0)
 		return -1;
 	drop_inputs(j);
 	/* --in-place's new file, unnamed, lives as long as it is open. */
@@ -6288,10 +6350,8 @@ check_writable(const struct file *f)
 	if (f->makedirs)
 		return failed(f->target, "cannot create the directories of %s:"
 		    " %s", f->dirpath, strerror(e));
-	if (may_stay(f) && !opt.append && opt.command == NULL &&
-	    (e == EROFS || e == EACCES)) {
-		/* As create_temp: -C can do without one (not with -a, nor in
-		   command mode: input_unchanged). */
+	if (may_stay(f) && compares_first(f) && (e == EROFS || e == EACCES)) {
+		/* -C makes one only for a change (fill_if_changed). */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " %s: %s", f->dirpath, strerror(e));
 		return 0;

@@ -328,3 +328,92 @@ flip_byte()
 	chmod 0755 d
 	assert_no_litter
 }
+
+# Issue 55: -C wrote the whole input to a temporary file before it compared,
+# so the cron job that regenerates a file on a full disk failed (exit 1,
+# 125 in command mode) though nothing had changed.
+# full_tmpfs DIR: a 1 MiB tmpfs on DIR holding same (content "same") and
+# other ("other"), then filled to the last block.
+full_tmpfs()
+{
+	require_root
+	mkdir -p "$1"
+	mount -t tmpfs -o size=1m tmpfs "$1" || skip "cannot mount tmpfs"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+	printf same > "$1/same"
+	printf other > "$1/other"
+	dd if=/dev/zero of="$1/fill" bs=4k 2>/dev/null || true
+	: > "$1/zero" 2>/dev/null || true
+}
+
+@test "-C compares before it writes: unchanged content on a full disk exits 0 from a pipe, a file, a command and a batch" {
+	full_tmpfs m
+	printf same > in
+	snapshot m/same m/other
+	run --separate-stderr "$PONYWRITE" -C m/same < <(printf same)
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C -i in m/same
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C m/same printf same
+	assert_status 0
+	printf other > in2
+	printf '%s\0' m/same in m/other in2 > list
+	run --separate-stderr "$PONYWRITE" -C --batch=list
+	assert_status 0
+	assert_quiet
+	assert_untouched m/same m/other
+	# other content needs the disk: the failure, nothing changed
+	run --separate-stderr "$PONYWRITE" -C m/same < <(printf diff)
+	assert_status 1
+	assert_stderr "ponywrite: m/same: cannot write the new content: No space left on device"
+	run --separate-stderr "$PONYWRITE" -C m/same printf diff
+	assert_status 125
+	assert_untouched m/same m/other
+	assert_no_litter m
+}
+
+@test "-C in command mode on a read-only mount: the same output exits 0, other output fails" {
+	require_root
+	mkdir m
+	mount -t tmpfs tmpfs m || skip "cannot mount tmpfs"
+	PW_MOUNTS+=("$(cd m && pwd -P)")
+	printf 'same\n' > m/t
+	mount -o remount,ro m || skip "cannot remount read-only"
+	snapshot m/t
+	run --separate-stderr "$PONYWRITE" --check -C m/t printf 'same\n'
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C m/t printf 'same\n'
+	assert_status 0
+	assert_quiet
+	run --separate-stderr "$PONYWRITE" -C m/t printf 'other\n'
+	assert_status 125
+	assert_stderr_has "Read-only file system"
+	assert_untouched m/t
+}
+
+@test "-C writes only what differs: a difference at the start, in the middle, at the end, a longer or shorter input" {
+	head -c 300000 /dev/urandom > base
+	local v
+	for v in start middle end longer shorter; do
+		cp base t
+		case $v in
+		start) { printf X; tail -c +2 base; } > in ;;
+		middle) { head -c 150000 base; printf X; tail -c +150002 base; } > in ;;
+		end) { head -c 299999 base; printf X; } > in ;;
+		longer) { cat base; printf more; } > in ;;
+		shorter) head -c 200000 base > in ;;
+		esac
+		run --separate-stderr "$PONYWRITE" -C t < <(cat in)
+		assert_status 0
+		cmp -s t in || fail "$v, from a pipe: not the input"
+		cp base t
+		run --separate-stderr "$PONYWRITE" -C -i in t
+		assert_status 0
+		cmp -s t in || fail "$v, from a file: not the input"
+		cp base t
+		run --separate-stderr "$PONYWRITE" -C t cat in
+		assert_status 0
+		cmp -s t in || fail "$v, from a command: not the input"
+	done
+	assert_no_litter
+}

@@ -290,6 +290,12 @@ M("missing-part-by-path", "missing_part", [("sub = openat(fd, name,", "sub = ope
   "--check -p: a missing directory's place looked up by its whole path: past PATH_MAX a false duplicate", "check")
 M("check-dangling-made", "make_parents", [("opt.check && dangling(fd, s)) {", "opt.check && 0) {")],
   "--check -p through a link to nothing: --check says create, the run fails (the link is there: its mkdir finds it)", "check")
+M("ifchanged-writes-first", "compares_first", [("return opt.ifchanged && !opt.append", "return 0 && !opt.append")],
+  "-C writes the input before it compares: unchanged content fails on a full disk or a read-only mount", "ifchanged")
+M("ifchanged-prefix-lost", "write_changed", [("if ((done = copy_span(f, f->fd, 0, fd, 0, same, f->target)) < 0)", "if ((done = same) < 0)")],
+  "-C: the part of the target before the first difference is not copied: the new file has a hole there", "ifchanged")
+M("ifchanged-pending-lost", "write_changed", [("if (n > 0 && xpwrite(fd, buf, n, same) < 0)", "if (0)")],
+  "-C: the block read where the input first differs is not written", "ifchanged")
 M("kept-link-not-checked", "unlink_kept_link", [("st.st_ino != f->st.st_ino))", "st.st_ino != st.st_ino))")],
   "a batch's target named as another's kept link (fuse-overlayfs) is removed as that link: its content lost", "flush")
 M("fuseblk-linked", "fuse_plan", [('if (strcmp(type, "fuseblk") == 0)', "if (0)")],
@@ -304,12 +310,9 @@ M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\tretu
   "through FUSE, a link protected_hardlinks refuses fails the run instead of going on without", "flush")
 M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owner) || has_fowner())", "1")],
   "-b over the directory owner's TARGET~ in a sticky directory fails after the target was replaced", "links")
-M("ifchanged-readonly-fails", "create_temp",
-  [("if (opt.ifchanged && (errno == EROFS || errno == EACCES))", "if (0)")],
-  "-C with unchanged content fails on a read-only mount", "ifchanged")
-M("ifchanged-readonly-longer", "input_unchanged",
-  [("if (!same || off != f->st.st_size ||", "if (!same ||")],
-  "-C on a read-only mount takes a prefix of the target as unchanged", "ifchanged")
+M("ifchanged-readonly-longer", "compare_input",
+  [("return *same == f->st.st_size;", "return 1;")],
+  "-C takes an input that is a prefix of the target as unchanged", "ifchanged")
 M("case-duplicates-unchecked", "check_folded",
   [("\t\t    one_file(run, v[i - 1], v[i], NULL)) {", "\t\t    0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
@@ -418,7 +421,7 @@ M("write-behind-from-start", "write_behind", [("end >= BEHIND_FROM &&", "end >= 
 M("holes-filled-size", "end_regular",
   [("while (filled < outend &&", "while (0 &&")],
   "a trailing hole of the input is lost: the new file is too short", "read")
-M("input-offset-ignored", "copy_fd", [("(start = in == STDIN_FILENO ? lseek(in, 0, SEEK_CUR) : 0) >= 0", "(start = 0) >= 0")],
+M("input-offset-ignored", "copy_fd", [("(start = lseek(in, 0, SEEK_CUR)) >= 0", "(start = 0) >= 0")],
   "a regular standard input is read from its start, not its offset", "read")
 M("growth-not-copied", "copy_regular",
   [("if ((n = copy_pread(f, in, end, out, base + end - start, MAX_OFF,\n\t    inname)) < 0)\n\t\treturn -1;",
@@ -716,6 +719,6 @@ M("case-paths-as-given", "kernel_path",
   "exFAT: D/a and ./d/a both replaced, one content lost (the paths as"
   " given compared, not the kernel's)", "backup")
 M("check-C-append-unwritable", "check_writable",
-  [("if (may_stay(f) && !opt.append && opt.command == NULL &&", "if (may_stay(f) &&")],
+  [("if (may_stay(f) && compares_first(f) &&", "if (may_stay(f) &&")],
   "--check -C -a in a directory that cannot be written warns (0); the"
   " run always fails (1)", "check")
