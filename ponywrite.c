@@ -3308,17 +3308,17 @@ end_regular(struct file *f, int in, off_t end, int out, off_t filled,
 }
 
 /*
- * A regular file, from its offset on: the data is copied, the holes stay
- * holes (SEEK_DATA), and what was appended while copying is copied too.
- * OUT, which was empty from BASE on, ends there (a hole at the end is
- * one); with -a, where more may follow, its offset is left after it.
+ * IN's data from START to END into OUT from BASE on, its holes left holes
+ * (SEEK_DATA): where the copy ended (END, or before it where IN shrank),
+ * *FILLED where its data did; -1.
  */
 static off_t
-copy_regular(struct file *f, int in, off_t start, off_t size, int out,
-    off_t base, const char *inname)
+copy_data(struct file *f, int in, off_t start, off_t end, int out,
+    off_t base, off_t *filled, const char *inname)
 {
-	off_t data, hole, end = size > start ? size : start, n, filled = start;
+	off_t data, hole, n;
 
+	*filled = start;
 	for (hole = start; hole < end; hole = data + n) {
 		if ((data = lseek(in, hole, SEEK_DATA)) < 0) {
 			if (errno == ENXIO) {		/* a hole to the end */
@@ -3336,12 +3336,30 @@ copy_regular(struct file *f, int in, off_t start, off_t size, int out,
 		if ((n = copy_span(f, in, data, out, base + data - start,
 		    hole - data, inname)) < 0)
 			return -1;
-		filled = data + n;
+		*filled = data + n;
 		if (n < hole - data) {			/* it shrank */
 			end = data + n;
 			break;
 		}
 	}
+	return end;
+}
+
+/*
+ * A regular file, from its offset on: the data is copied, the holes stay
+ * holes (SEEK_DATA), and what was appended while copying is copied too.
+ * OUT, which was empty from BASE on, ends there (a hole at the end is
+ * one); with -a, where more may follow, its offset is left after it.
+ */
+static off_t
+copy_regular(struct file *f, int in, off_t start, off_t size, int out,
+    off_t base, const char *inname)
+{
+	off_t end = size > start ? size : start, n, filled;
+
+	if ((end = copy_data(f, in, start, end, out, base, &filled,
+	    inname)) < 0)
+		return -1;
 	/* Appended meanwhile, or more than st_size said (sysfs): no EFBIG at the limit. */
 	if ((n = copy_pread(f, in, end, out, base + end - start, MAX_OFF,
 	    inname)) < 0)
@@ -3742,18 +3760,20 @@ compare_input(struct file *f, int in, const char *inname, off_t *same,
 
 /*
  * The new file FD from the target's first SAME bytes (copied in the
- * kernel, a reflink on XFS and btrfs) and the N of the input in buf, its
- * offset after them, ready for the rest: their size, or -1.
+ * kernel, a reflink on XFS and btrfs, its holes left holes) and the N of
+ * the input in buf, its offset after them, ready for the rest: their
+ * size, or -1.
  */
 static off_t
 write_changed(struct file *f, int fd, off_t same, ssize_t n)
 {
-	off_t done;
+	off_t done, filled;
 
 	/* buf first: copy_span's fallback reads through it. */
 	if (n > 0 && xpwrite(fd, buf, n, same) < 0)
 		return failed_write(f);
-	if ((done = copy_span(f, f->fd, 0, fd, 0, same, f->target)) < 0)
+	if ((done = copy_data(f, f->fd, 0, same, fd, 0, &filled,
+	    f->target)) < 0)
 		return -1;
 	if (done < same)
 		return failed(f->target, "shrank while it was read (-C)");

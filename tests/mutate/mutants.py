@@ -292,7 +292,7 @@ M("check-dangling-made", "make_parents", [("opt.check && dangling(fd, s)) {", "o
   "--check -p through a link to nothing: --check says create, the run fails (the link is there: its mkdir finds it)", "check")
 M("ifchanged-writes-first", "compares_first", [("return opt.ifchanged && !opt.append", "return 0 && !opt.append")],
   "-C writes the input before it compares: unchanged content fails on a full disk or a read-only mount", "ifchanged")
-M("ifchanged-prefix-lost", "write_changed", [("if ((done = copy_span(f, f->fd, 0, fd, 0, same, f->target)) < 0)", "if ((done = same) < 0)")],
+M("ifchanged-prefix-lost", "write_changed", [("if ((done = copy_data(f, f->fd, 0, same, fd, 0, &filled,\n\t    f->target)) < 0)", "if ((done = same) < 0)")],
   "-C: the part of the target before the first difference is not copied: the new file has a hole there", "ifchanged")
 M("ifchanged-pending-lost", "write_changed", [("if (n > 0 && xpwrite(fd, buf, n, same) < 0)", "if (0)")],
   "-C: the block read where the input first differs is not written", "ifchanged")
