@@ -2136,26 +2136,34 @@ static long name_max(const struct file *);
  * Is FD on a file system of KIND (its statfs f_type)?  UNIT_NAMES: it
  * counts a name's length in UTF-16 units, not bytes (FUSE, exFAT, NTFS,
  * FAT).  SIZELESS: a file's size says nothing of its content (proc, sysfs
- * and the like).  Where that cannot be told, 1: the answer that refuses
+ * and the like).  EXCHANGES: it may exchange file contents (XFS,
+ * --in-place).  Where that cannot be told, 1: the answer that refuses
  * less.
  */
-enum fskind { UNIT_NAMES, SIZELESS };
+enum fskind { UNIT_NAMES, SIZELESS, EXCHANGES };
 
 static int
 fs_is(int fd, enum fskind kind)
 {
-#if defined(HAVE_UNIT_NAMES_MAGIC) && defined(HAVE_PSEUDO_MAGIC)
+#if defined(HAVE_UNIT_NAMES_MAGIC) && defined(HAVE_PSEUDO_MAGIC) && \
+    defined(HAVE_XFS_MAGIC)
 	static const long units[] = HAVE_UNIT_NAMES_MAGIC,
-	    pseudo[] = HAVE_PSEUDO_MAGIC;
-	const long *t = kind == UNIT_NAMES ? units : pseudo;
-	size_t i, n = kind == UNIT_NAMES ? sizeof units / sizeof units[0] :
-	    sizeof pseudo / sizeof pseudo[0];
+	    pseudo[] = HAVE_PSEUDO_MAGIC, xfs[] = { HAVE_XFS_MAGIC };
+	static const struct {
+		const long	*type;
+		size_t		 n;
+	} kinds[] = {
+		[UNIT_NAMES] = { units, sizeof units / sizeof units[0] },
+		[SIZELESS] = { pseudo, sizeof pseudo / sizeof pseudo[0] },
+		[EXCHANGES] = { xfs, 1 },
+	};
 	struct statfs fs;
+	size_t i;
 
 	if (fstatfs(fd, &fs) < 0)
 		return 1;
-	for (i = 0; i < n; i++)
-		if ((long)fs.f_type == t[i])
+	for (i = 0; i < kinds[kind].n; i++)
+		if ((long)fs.f_type == kinds[kind].type[i])
 			return 1;
 	return 0;
 #else
@@ -2268,24 +2276,41 @@ resolve_target(struct file *f)
 }
 
 /*
- * Open the existing file, to read its content and attributes.  O_NONBLOCK:
- * if it was swapped for a FIFO since fstatat, opening must not hang.
+ * The target opened with FLAGS, O_RDONLY or O_RDWR (--in-place): its
+ * descriptor; -1 (errno); -2 where chattr refuses writing (said).
+ * O_NONBLOCK: if it was swapped for a FIFO since fstatat, opening must not
+ * hang.
  */
+static int
+open_old(const struct file *f, int flags)
+{
+	const char *why;
+	int fd;
+
+	fd = xopenat(f->dirfd, f->name, flags | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC, 0);
+	if (fd < 0 && errno == EPERM && flags == O_RDWR &&
+	    (why = chattr_refusal_at(f, f->name)) != NULL) {
+		failed(f->target, "is %s; cannot be replaced", why);
+		return -2;
+	}
+	return fd;
+}
+
+/* Open the existing file, to read its content and attributes. */
 static int
 open_target(struct file *f)
 {
-	const char *why;
 	struct stat st;
+	/* --in-place writes into the target: its content is exchanged (-C:
+	   once the input differs, reopen_to_exchange). */
+	int rw = opt.inplace && !opt.ifchanged;
 
 	f->regular = 0;
 	if (!f->exists || S_ISLNK(f->st.st_mode))
 		return 0;
-	/* --in-place writes into the target: its content is exchanged. */
-	f->fd = xopenat(f->dirfd, f->name, (opt.inplace ? O_RDWR : O_RDONLY) |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-	if (f->fd < 0 && errno == EPERM && opt.inplace &&
-	    (why = chattr_refusal_at(f, f->name)) != NULL)
-		return failed(f->target, "is %s; cannot be replaced", why);
+	if ((f->fd = open_old(f, rw ? O_RDWR : O_RDONLY)) == -2)
+		return -1;
 #ifdef O_PATH
 	/* A file we may replace but not read: its metadata is still needed. */
 	if (f->fd < 0 && errno == EACCES && !opt.append && !opt.lock &&
@@ -3099,6 +3124,9 @@ check_in_place(const struct file *f)
 		return failed(f->target, "has file capabilities, which"
 		    " exchanging its content would remove, even for root;"
 		    " replace it without --in-place");
+	/* -C tries the exchange only for a change: what is sure fails now. */
+	if (opt.ifchanged && !fs_is(f->fd, EXCHANGES))
+		return failed_exchange(f, EOPNOTSUPP);
 	return 0;
 }
 
@@ -3136,6 +3164,38 @@ flush_exchanged(struct file *f)
 		return 0;
 	return failed(f->target, "replaced in place, but cannot flush it to"
 	    " disk: %s", strerror(errno));
+}
+
+/*
+ * -C --in-place, once the input differs: the target, read till now, opened
+ * again to be written into, still the file that was read.  The descriptor
+ * that read it, which holds -l's lock, is kept till the end (keptfd).
+ */
+static int
+reopen_to_exchange(struct file *f)
+{
+	struct stat st;
+	int fd;
+
+	if ((fd = open_old(f, O_RDWR)) == -2)
+		return -1;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		failed_errno(f->target);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (st.st_dev != f->st.st_dev || st.st_ino != f->st.st_ino) {
+		close(fd);
+		return failed(f->target, "was replaced while it was read;"
+		    " not replaced");
+	}
+	if (opt.lock)
+		f->keptfd = f->fd;
+	else
+		close(f->fd);
+	f->fd = fd;
+	return 0;
 }
 
 /*
@@ -3739,8 +3799,8 @@ unchanged(const struct file *f, int fd, off_t size)
 /*
  * -C, where only the content may change (compares_first): the input IN read
  * and compared with the target as it comes, nothing written.  1 if it ends
- * as the target does; 0 if not: its first *SAME bytes are the target's,
- * and the *N read after them are in buf; -1.
+ * as the target does (-a: if it is empty); 0 if not: its first *SAME bytes
+ * are the target's (-a: none), and the *N read after them are in buf; -1.
  */
 static int
 compare_input(struct file *f, int in, const char *inname, off_t *same,
@@ -3749,13 +3809,31 @@ compare_input(struct file *f, int in, const char *inname, off_t *same,
 	for (*same = 0, *n = 0;; *same += *n) {
 		if ((*n = xread(in, buf, sizeof buf)) < 0)
 			return failed_errno(inname);
+		/* -a: the old content and the input, the same if it is empty. */
 		if (*n == 0)
-			return *same == f->st.st_size;
-		if (*same >= f->st.st_size ||
+			return opt.append || *same == f->st.st_size;
+		if (opt.append || *same >= f->st.st_size ||
 		    xpread(f->fd, cmpbuf, *n, *same) != *n ||
 		    memcmp(buf, cmpbuf, *n) != 0)
 			return 0;
 	}
+}
+
+/*
+ * -C -a: the new file FD from the old content and the N bytes of the input
+ * in buf, its offset after them, ready for the rest: their size, or -1.
+ */
+static off_t
+append_changed(struct file *f, int fd, ssize_t n)
+{
+	off_t old;
+
+	memcpy(cmpbuf, buf, n);		/* copy_old's fallback reads through buf */
+	if ((old = copy_old(f, fd)) < 0)
+		return -1;
+	if (xpwrite(fd, cmpbuf, n, old) < 0 || lseek(fd, old + n, SEEK_SET) < 0)
+		return failed_write(f);
+	return old + n;
 }
 
 /*
@@ -3769,6 +3847,8 @@ write_changed(struct file *f, int fd, off_t same, ssize_t n)
 {
 	off_t done, filled;
 
+	if (opt.append)
+		return append_changed(f, fd, n);
 	/* buf first: copy_span's fallback reads through it. */
 	if (n > 0 && xpwrite(fd, buf, n, same) < 0)
 		return failed_write(f);
@@ -3784,15 +3864,12 @@ write_changed(struct file *f, int fd, off_t same, ssize_t n)
 
 /*
  * -C compares before it writes where the new file can be the old one but
- * for its content: not with -a (a change is certain unless nothing is
- * appended, which the old content, copied first, is compared with) or
- * --in-place, and where the metadata asked for is the target's.
+ * for its content: where the metadata asked for is the target's.
  */
 static int
 compares_first(const struct file *f)
 {
-	return opt.ifchanged && !opt.append && !opt.inplace &&
-	    meta_unchanged(f);
+	return opt.ifchanged && meta_unchanged(f);
 }
 
 /*
@@ -3815,7 +3892,8 @@ fill_if_changed(struct run *run, struct file *f, off_t *size)
 	    open_input(run, f, O_RDONLY)) < 0)
 		return -1;
 	if ((r = compare_input(f, in, inname, &same, &n)) == 0 &&
-	    (create_temp(f, &f->newfd) < 0 ||
+	    ((opt.inplace ? reopen_to_exchange(f) < 0 ||
+	    create_exchange_temp(f) < 0 : create_temp(f, &f->newfd) < 0) ||
 	    (*size = write_changed(f, f->newfd, same, n)) < 0 ||
 	    (rest = copy_fd(f, in, f->newfd, inname)) < 0))
 		r = -1;
@@ -3826,7 +3904,7 @@ fill_if_changed(struct run *run, struct file *f, off_t *size)
 	if (r < 0 || (pid > 0 && wait_command(f, pid) < 0))
 		return -1;
 	*size = r == 1 ? f->st.st_size : *size + rest;
-	if (opt.noempty && *size == 0)
+	if (opt.noempty && (opt.append ? r == 1 : *size == 0))
 		return failed(f->target, "input is empty, not replaced (-E)");
 	return r;
 }

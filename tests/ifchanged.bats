@@ -428,3 +428,58 @@ full_tmpfs()
 	[ "$(du -k t | cut -f1)" -lt 1024 ] || fail "sparse: $(du -k t | cut -f1) KiB used"
 	assert_no_litter
 }
+
+# Issue 55: -C -a copied the old content and the input to a temporary file
+# before it compared, so nothing to append failed on a full disk and a
+# read-only mount.
+@test "-C -a compares before it writes: nothing to append exits 0 on a full disk and a read-only mount; something appended needs the disk" {
+	full_tmpfs m
+	snapshot m/same
+	run --separate-stderr "$PONYWRITE" -C -a m/same < /dev/null
+	assert_status 0
+	assert_quiet
+	: > empty
+	run --separate-stderr "$PONYWRITE" -C -a -i empty m/same
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C -a m/same true
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C -a m/same < <(printf more)
+	assert_status 1
+	assert_stderr "ponywrite: m/same: cannot write the new content: No space left on device"
+	run --separate-stderr "$PONYWRITE" -C -a m/same printf more
+	assert_status 125
+	run --separate-stderr "$PONYWRITE" -C -a -E m/same < /dev/null
+	assert_status 1
+	assert_stderr "ponywrite: m/same: input is empty, not replaced (-E)"
+	mount -o remount,ro m
+	run --separate-stderr "$PONYWRITE" -C -a m/same < /dev/null
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --check -C -a m/same < /dev/null
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" -C -a m/same < <(printf more)
+	assert_status 1
+	assert_untouched m/same
+	mount -o remount,rw m
+	assert_no_litter m
+}
+
+@test "-C -a appends what comes, old content first, holes kept, -v says replaced; a new mode is a change" {
+	truncate -s 40M t
+	printf X | dd of=t bs=1 seek=20000000 conv=notrunc status=none
+	cp --sparse=always t expect
+	head -c 300000 /dev/urandom > more
+	cat more >> expect
+	run --separate-stderr "$PONYWRITE" -C -a -v t < <(cat more)
+	assert_status 0
+	assert_stderr "ponywrite: t: replaced"
+	cmp -s t expect || fail "not the old content and the input"
+	[ "$(du -k t | cut -f1)" -lt 2048 ] || fail "holes filled: $(du -k t | cut -f1) KiB used"
+	printf 'x\n' > s
+	chmod 0644 s
+	run --separate-stderr "$PONYWRITE" -C -a -v -m 0600 s < /dev/null
+	assert_status 0
+	assert_stderr "ponywrite: s: replaced"
+	assert_mode s 600
+	assert_content s $'x\n'
+	assert_no_litter
+}

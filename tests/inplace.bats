@@ -134,6 +134,83 @@ linked_target()
 	assert_no_litter x
 }
 
+# Issue 55: --in-place -C opened the target for writing before it compared,
+# so unchanged content failed where nothing could be written.
+@test "--in-place -C writes nothing while unchanged: a read-only mount, an immutable file, a file and a directory a user cannot write; a change fails there, untouched" {
+	mount_exchange x
+	require_nobody
+	echo old > x/t
+	echo old > x/imm
+	chattr +i x/imm
+	mkdir x/ro
+	echo old > x/ro/t
+	chown nobody:nogroup x/ro/t
+	chmod 0555 x/ro
+	echo old > x/roots
+	chmod 0644 x/roots
+	chown nobody:nogroup x
+	snapshot x/t x/imm x/ro/t x/roots
+	run --separate-stderr "$PONYWRITE" --in-place -C x/imm <<<old
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --in-place -C x/imm <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/imm: is immutable (chattr +i); cannot be replaced"
+	chattr -i x/imm
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place -C x/roots <<<old
+	assert_status 0
+	assert_quiet
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place -C x/roots <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/roots: Permission denied"
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place -C x/ro/t <<<old
+	assert_status 0
+	run --separate-stderr as_nobody "$PONYWRITE" --in-place -C x/ro/t <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/ro: cannot create a temporary file in this directory: Permission denied"
+	mount -o remount,ro x
+	# stdin, a command, -a with nothing to append (and its -l), -l
+	run --separate-stderr "$PONYWRITE" --in-place -C x/t <<<old
+	assert_status 0
+	assert_quiet
+	run --separate-stderr "$PONYWRITE" --in-place -C x/t echo old
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --in-place -C -a x/t < /dev/null
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --in-place -C -l x/t <<<old
+	assert_status 0
+	run --separate-stderr "$PONYWRITE" --in-place -C x/t <<<new
+	assert_status 1
+	assert_stderr "ponywrite: x/t: Read-only file system"
+	run --separate-stderr "$PONYWRITE" --in-place -C -a x/t <<<more
+	assert_status 1
+	run --separate-stderr "$PONYWRITE" --in-place -C x/t echo new
+	assert_status 125
+	mount -o remount,rw x
+	assert_untouched x/t x/imm x/ro/t x/roots
+	chmod 0755 x/ro
+	assert_no_litter x
+}
+
+@test "--in-place -C -l: a change is exchanged into the same inode while the lock is held" {
+	mount_exchange x
+	echo old > x/t
+	ino=$(inode x/t)
+	# the command runs once the target is read and locked: another -l waits
+	run --separate-stderr "$PONYWRITE" --in-place -C -l x/t sh -c \
+	    'echo new; sleep 0.3; "$0" -l -w 0 x/t echo other 2>err; echo $? > st' "$PONYWRITE"
+	assert_status 0
+	assert_content x/t $'new\n'
+	[ "$(inode x/t)" = "$ino" ] || fail "a new inode"
+	[ "$(cat st)" != 0 ] || fail "the lock was not held: $(cat err)"
+	echo more | "$PONYWRITE" --in-place -C -a x/t
+	assert_content x/t $'new\nmore\n'
+	[ "$(inode x/t)" = "$ino" ] || fail "-a: a new inode"
+	run --separate-stderr "$PONYWRITE" --in-place -C -a -E x/t < /dev/null
+	assert_status 1
+	assert_stderr "ponywrite: x/t: input is empty, not replaced (-E)"
+	assert_no_litter x
+}
+
 @test "--in-place where the exchange cannot be done (ext4, tmpfs, XFS without the feature): refused before the input is read" {
 	mount_fs ext4 e
 	mount_fs xfs p
@@ -148,6 +225,15 @@ linked_target()
 		assert_status 125
 		assert_stderr "ponywrite: $d/f: cannot be replaced in place: its file system cannot exchange file contents (XFS with the exchange feature, Linux 6.10 or later); without --in-place it is replaced by a new file; target not replaced"
 		[ ! -e ran ] || fail "$d: the command ran"
+		# -C: refused as surely where the file system is not XFS; on
+		# XFS without the feature, only a change needs the exchange
+		run --separate-stderr "$PONYWRITE" --in-place -C "$d/f" <<<old
+		if [ "$d" = p ]; then
+			assert_status 0
+			run --separate-stderr "$PONYWRITE" --in-place -C "$d/f" <<<new
+		fi
+		assert_status 1
+		assert_stderr "ponywrite: $d/f: cannot be replaced in place: its file system cannot exchange file contents (XFS with the exchange feature, Linux 6.10 or later); without --in-place it is replaced by a new file"
 		assert_untouched "$d/f"
 		assert_no_litter "$d"
 	done

@@ -290,7 +290,7 @@ M("missing-part-by-path", "missing_part", [("sub = openat(fd, name,", "sub = ope
   "--check -p: a missing directory's place looked up by its whole path: past PATH_MAX a false duplicate", "check")
 M("check-dangling-made", "make_parents", [("opt.check && dangling(fd, s)) {", "opt.check && 0) {")],
   "--check -p through a link to nothing: --check says create, the run fails (the link is there: its mkdir finds it)", "check")
-M("ifchanged-writes-first", "compares_first", [("return opt.ifchanged && !opt.append", "return 0 && !opt.append")],
+M("ifchanged-writes-first", "compares_first", [("return opt.ifchanged && meta_unchanged(f);", "return 0 && meta_unchanged(f);")],
   "-C writes the input before it compares: unchanged content fails on a full disk or a read-only mount", "ifchanged")
 M("ifchanged-prefix-lost", "write_changed", [("if ((done = copy_data(f, f->fd, 0, same, fd, 0, &filled,\n\t    f->target)) < 0)", "if ((done = same) < 0)")],
   "-C: the part of the target before the first difference is not copied: the new file has a hole there", "ifchanged")
@@ -311,8 +311,18 @@ M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\tretu
 M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owner) || has_fowner())", "1")],
   "-b over the directory owner's TARGET~ in a sticky directory fails after the target was replaced", "links")
 M("ifchanged-readonly-longer", "compare_input",
-  [("return *same == f->st.st_size;", "return 1;")],
+  [("return opt.append || *same == f->st.st_size;", "return 1;")],
   "-C takes an input that is a prefix of the target as unchanged", "ifchanged")
+M("inplace-ifchanged-opens-rw", "open_target", [("int rw = opt.inplace && !opt.ifchanged;", "int rw = opt.inplace;")],
+  "--in-place -C opens the target for writing before it compares: unchanged content fails on a read-only mount", "inplace")
+M("inplace-reopen-drops-lock", "reopen_to_exchange", [("\tif (opt.lock)\n\t\tf->keptfd = f->fd;\n\telse\n\t\tclose(f->fd);", "\tclose(f->fd);")],
+  "--in-place -C -l: the lock goes with the read descriptor once the content differs: another run writes meanwhile", "inplace")
+M("inplace-ifchanged-any-fs", "check_in_place", [("if (opt.ifchanged && !fs_is(f->fd, EXCHANGES))", "if (0)")],
+  "--in-place -C on ext4 or tmpfs exits 0 when unchanged: the impossible exchange is not said till a change", "inplace")
+M("append-changed-old-lost", "append_changed", [("if ((old = copy_old(f, fd)) < 0)", "if ((old = f->st.st_size) < 0)")],
+  "-C -a: the old content is not copied before what is appended: a hole", "ifchanged")
+M("append-changed-pending-lost", "append_changed", [("memcpy(cmpbuf, buf, n);", "memset(cmpbuf, 0, n);")],
+  "-C -a: the first block of what is appended is lost while the old content is copied", "ifchanged")
 M("case-duplicates-unchecked", "check_folded",
   [("\t\t    one_file(run, v[i - 1], v[i], NULL)) {", "\t\t    0) {")],
   "README and readme on exFAT: both reported written, one content lost", "many")
