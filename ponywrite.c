@@ -318,6 +318,7 @@ struct run {
 	int	 linkrules;		/* fs.protected_hardlinks binds the
 					   caller: check_keep_old */
 	int	 fowner;		/* the caller has CAP_FOWNER */
+	int	 anyowner;		/* ... CAP_CHOWN: can_give_owner */
 	struct srcdir src;		/* the directory of the last source */
 };
 
@@ -1556,17 +1557,23 @@ walk_start(struct walk *w)
 	w->at[0] = w->link[0] = '\0';
 }
 
-/* WHO as a message names a user: "nobody (65534)". */
+/*
+ * ID as a message names a user, or a GROUP: "nobody (65534)", "uid 1234".
+ */
 static void
-user_name(uid_t who, char *buf, size_t n)
+id_name(int group, unsigned long id, char *buf, size_t n)
 {
 	/* cppcheck-suppress getpwuidCalled */
-	const struct passwd *pw = getpwuid(who);
+	const struct passwd *pw = group ? NULL : getpwuid((uid_t)id);
+	/* cppcheck-suppress getgrgidCalled */
+	const struct group *gr = group ? getgrgid((gid_t)id) : NULL;
+	const char *name = pw != NULL ? pw->pw_name : gr != NULL ?
+	    gr->gr_name : NULL;
 
-	if (pw != NULL)
-		snprintf(buf, n, "%s (%lu)", pw->pw_name, (unsigned long)who);
+	if (name != NULL)
+		snprintf(buf, n, "%s (%lu)", name, id);
 	else
-		snprintf(buf, n, "uid %lu", (unsigned long)who);
+		snprintf(buf, n, "%s %lu", group ? "gid" : "uid", id);
 }
 
 /* Refuse FILE, a link or a file of OWNER in the sticky directory DIR. */
@@ -1576,7 +1583,7 @@ failed_planted(const char *file, const char *what, uid_t owner,
 {
 	char who[128];
 
-	user_name(owner, who, sizeof who);
+	id_name(0, owner, who, sizeof who);
 	return failed(file, "not %s that %s owns in the sticky directory %s",
 	    what, who, *dir != '\0' ? dir : ".");
 }
@@ -3861,7 +3868,9 @@ write_changed(struct file *f, int fd, off_t same, ssize_t n)
 		return -1;
 	if (done < same)
 		return failed(f->target, "shrank while it was read (-C)");
-	if (lseek(fd, same + n, SEEK_SET) < 0)
+	/* An input that ends in the target's hole: its zeros up to there. */
+	if ((n == 0 && ftruncate(fd, same) < 0) ||
+	    lseek(fd, same + n, SEEK_SET) < 0)
 		return failed_write(f);
 	return same + n;
 }
@@ -3998,12 +4007,12 @@ drop_inherited_acl(const struct file *f, int fd)
 }
 
 /*
- * The POSIX ACL, user.* attributes, file capabilities and SELinux context of
- * the old file, and nothing else: an ACL the temporary file inherited from
- * the directory's default goes.
+ * The POSIX ACL, user.* attributes, file capabilities (not if NOCAPS) and
+ * SELinux context of the old file, and nothing else: an ACL the temporary
+ * file inherited from the directory's default goes.
  */
 static int
-copy_xattrs(const struct file *f, int to)
+copy_xattrs(const struct file *f, int to, int nocaps)
 {
 #ifdef HAVE_XATTR
 	ssize_t n;
@@ -4019,13 +4028,15 @@ copy_xattrs(const struct file *f, int to)
 		r = failed_xattr(f, "list");
 	for (name = list; r == 0 && name < list + n;
 	    name += strlen(name) + 1)
-		if (keep_xattr(f, name))
+		if (keep_xattr(f, name) && !(nocaps &&
+		    strcmp(name, "security.capability") == 0))
 			r = copy_xattr(f, name, to);
 	free(list);
 	return r;
 #else
 	(void)f;
 	(void)to;
+	(void)nocaps;
 	return 0;
 #endif
 }
@@ -4050,25 +4061,25 @@ failed_modeless(const struct file *f, const struct stat *st)
 
 /* The kernel may refuse a bit (set-group-ID outside the group): say so. */
 static int
-set_mode(const struct file *f, int fd)
+set_mode(const struct file *f, int fd, mode_t mode)
 {
 	struct stat st;
 
-	if (fchmod(fd, f->meta.mode) < 0)
+	if (fchmod(fd, mode) < 0)
 		return failed(f->target, "cannot set mode: %s",
 		    strerror(errno));
 	if (fstat(fd, &st) < 0)
 		return failed_errno(f->target);
-	if ((st.st_mode & 07777) == f->meta.mode)
+	if ((st.st_mode & 07777) == mode)
 		return 0;
-	if (!(f->meta.mode & S_ISGID) || (st.st_mode & S_ISGID)) {
+	if (!(mode & S_ISGID) || (st.st_mode & S_ISGID)) {
 		if (!f->regular && opt.mode == NULL)
 			return 0;	/* what open(2) gives */
 		return failed_modeless(f, &st);
 	}
 	return failed(f->target, "cannot set mode %04o: the system made it"
 	    " %04o, as set-group-ID needs membership of the file's group (use"
-	    " -m to choose a mode)", (unsigned)f->meta.mode,
+	    " -m to choose a mode)", (unsigned)mode,
 	    (unsigned)(st.st_mode & 07777));
 }
 
@@ -4089,43 +4100,90 @@ in_groups(gid_t gid)
 }
 
 /*
- * Can F's new file be given its owner and group?  As chown(2) decides for
- * a caller without CAP_CHOWN (taken to be any but root): to its own user
- * only, and to one of its groups.
+ * Can F's new file be given its owner and group, as chown(2) decides?
+ * With CAP_CHOWN, any; without, its own user only (the caller's, which
+ * made it), and one of the caller's groups.
  */
 static int
-can_give_owner(const struct file *f)
+give_user(const struct file *f)
 {
-	uid_t uid = f->meta.uid;
-	gid_t gid = f->meta.gid;
-
-	return geteuid() == 0 || ((uid == (uid_t)-1 || uid == geteuid()) &&
-	    (gid == (gid_t)-1 || in_groups(gid)));
+	return f->meta.uid == (uid_t)-1 || f->meta.uid == geteuid();
 }
 
-/* The owner and group of F's new file cannot be given (errno E). */
+static int
+give_group(const struct file *f)
+{
+	return f->meta.gid == (gid_t)-1 || in_groups(f->meta.gid);
+}
+
+static int
+can_give_owner(const struct run *run, const struct file *f)
+{
+	return run->anyowner || (give_user(f) && give_group(f));
+}
+
+/*
+ * The owner and group of F's new file cannot be given (errno E): what -o
+ * or -g asked for is named as asked; else the old file's, which are kept.
+ */
 static int
 failed_owner(const struct file *f, int e)
 {
+	char who[128];
+
+	if (e == EPERM && opt.uid != (uid_t)-1 && !give_user(f)) {
+		id_name(0, f->meta.uid, who, sizeof who);
+		return failed(f->target, "cannot give it to %s, as -o asks: %s;"
+		    " only a process with CAP_CHOWN gives a file to another"
+		    " user", who, strerror(e));
+	}
+	if (e == EPERM && opt.gid != (gid_t)-1 && !give_group(f)) {
+		id_name(1, f->meta.gid, who, sizeof who);
+		return failed(f->target, "cannot give it group %s, as -g asks:"
+		    " %s; without CAP_CHOWN a process gives only a group it is"
+		    " in", who, strerror(e));
+	}
 	if (e == EPERM && f->regular)
 		return failed(f->target, "cannot keep owner %lu and group %lu:"
-		    " %s (use -o and -g to choose them)",
+		    " %s (%suse -o and -g to choose them)",
 		    (unsigned long)f->meta.uid, (unsigned long)f->meta.gid,
-		    strerror(e));
+		    strerror(e), geteuid() == 0 ? "this root process has no"
+		    " CAP_CHOWN; " : "");
 	return failed(f->target, "cannot set owner and group: %s",
 	    strerror(e));
 }
 
-/* Step 4: the owner first (chown(2) clears set-id bits), attributes, mode. */
+/*
+ * Step 4: the group, attributes, then mode.  A file that goes to another
+ * user (root's run on another's file) is given away last, so that what
+ * only its owner or CAP_FOWNER may set is set while the caller owns it;
+ * chown(2) clears set-ID bits and file capabilities, which follow it.
+ */
 static int
 apply_metadata(const struct file *f, int fd)
 {
-	if ((f->meta.uid != (uid_t)-1 || f->meta.gid != (gid_t)-1) &&
-	    fchown(fd, f->meta.uid, f->meta.gid) < 0)
-		return failed_owner(f, errno);
-	if (f->regular && copy_xattrs(f, fd) < 0)
+	int away = f->meta.uid != (uid_t)-1 && f->meta.uid != geteuid();
+	int setid = (f->meta.mode & (S_ISUID | S_ISGID)) != 0;
+
+	if (f->meta.gid != (gid_t)-1 || (f->meta.uid != (uid_t)-1 && !away))
+		if (fchown(fd, away ? (uid_t)-1 : f->meta.uid,
+		    f->meta.gid) < 0)
+			return failed_owner(f, errno);
+	if ((f->regular && copy_xattrs(f, fd, away) < 0) ||
+	    (!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))
 		return -1;
-	return set_mode(f, fd);
+	if (!away)
+		return 0;
+	if (fchown(fd, f->meta.uid, (gid_t)-1) < 0)
+		return failed_owner(f, errno);
+	if (setid && set_mode(f, fd, f->meta.mode) < 0)
+		return -1;
+#ifdef HAVE_XATTR
+	if (f->regular && f->meta.uid == f->st.st_uid &&
+	    f->meta.gid == f->st.st_gid)
+		return copy_xattr(f, "security.capability", fd);
+#endif
+	return 0;
 }
 
 /* ==== Step 5: the flush plan ==== */
@@ -4640,23 +4698,27 @@ check_dir(const struct file *f)
 }
 
 /*
- * Does the caller have CAP_FOWNER (bit 3 of /proc/self/status' CapEff)?
- * Where that cannot be read, root is taken to have it.
+ * The caller's capabilities (/proc/self/status' CapEff): CAP_CHOWN,
+ * CAP_FOWNER.  Where they cannot be read, root is taken to have them.
  */
+enum { CAP_CHOWN_BIT = 1, CAP_FOWNER_BIT = 8 };
+
 static int
-has_fowner(void)
+capabilities(void)
 {
 	unsigned long long caps;
 	char *line = NULL;
 	size_t cap = 0;
-	int r = geteuid() == 0;
+	int r = geteuid() == 0 ? CAP_CHOWN_BIT | CAP_FOWNER_BIT : 0;
 	FILE *fp;
 
 	if ((fp = fopen("/proc/self/status", "re")) == NULL)
 		return r;
 	while (getline(&line, &cap, fp) > 0)
 		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			r = (caps >> 3) & 1;
+			/* capability(7): CAP_CHOWN 0, CAP_FOWNER 3 */
+			r = (caps & 1 ? CAP_CHOWN_BIT : 0) |
+			    (caps & 8 ? CAP_FOWNER_BIT : 0);
 			break;
 		}
 	free(line);
@@ -4696,7 +4758,8 @@ planted_backup(const struct file *f, const char *bakfinal, uid_t owner)
 
 	if ((r = planted(f, owner, S_IWOTH)) < 0)
 		return r;
-	if (r == 0 && (!sticky_keeps(f->dirfd, owner) || has_fowner()))
+	if (r == 0 && (!sticky_keeps(f->dirfd, owner) ||
+	    (capabilities() & CAP_FOWNER_BIT)))
 		return 0;
 	if (r == 0)
 		return failed(f->target, "cannot make backup: the sticky"
@@ -6033,7 +6096,7 @@ flush_new_files(struct run *run)
  * the caller's, mode 0600; and the name TARGET~; its directory is flushed.
  */
 static int
-keep_exchanged(struct file *j)
+keep_exchanged(const struct run *run, struct file *j)
 {
 	int r;
 
@@ -6041,7 +6104,7 @@ keep_exchanged(struct file *j)
 		return 0;
 	if (opt.sync)
 		jobs[j->dir].flushdir |= FLUSH_RENAMED;
-	if (can_give_owner(j))
+	if (can_give_owner(run, j))
 		r = apply_metadata(j, j->newfd);
 	else if ((r = drop_inherited_acl(j, j->newfd)) == 0 &&
 	    fchmod(j->newfd, 0600) < 0)
@@ -6059,7 +6122,7 @@ rename_job(struct run *run, struct file *j)
 		if (exchange(j, 0) < 0)
 			return -1;
 		j->state = REPLACED;
-		if (opt.backup && keep_exchanged(j) < 0)
+		if (opt.backup && keep_exchanged(run, j) < 0)
 			run->but = run->late;
 		close_new(j);	/* holds the old content */
 		if (opt.sync && flush_exchanged(j) < 0)
@@ -6482,9 +6545,9 @@ check_unnamed(const struct file *f)
 
 /* Would apply_metadata's chown fail (can_give_owner)? */
 static int
-check_owner(const struct file *f)
+check_owner(const struct run *run, const struct file *f)
 {
-	if (can_give_owner(f))
+	if (can_give_owner(run, f))
 		return 0;
 	if (may_stay(f)) {	/* as apply_metadata: -C may not need to */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
@@ -6587,7 +6650,7 @@ check_job(struct run *run, struct file *j)
 	j->flushes = plan_flushes(run, j);
 	if (check_writable(j) < 0 || check_unnamed(j) < 0 ||
 	    check_sticky(run, j) < 0 || check_keep_old(run, j) < 0 ||
-	    check_owner(j) < 0 || check_backup(j) < 0)
+	    check_owner(run, j) < 0 || check_backup(j) < 0)
 		return -1;
 	return check_input(run, j);
 }
@@ -6824,13 +6887,15 @@ static int
 replace_all(void)
 {
 	struct run run = { 0 };
-	int status = 0;
+	int status = 0, caps;
 
 	run.src.fd = -1;
 	umask(run.umask = umask(0));
 	run.single = opt.target != NULL;
 	run.late = opt.command != NULL ? 125 : 3;
-	run.fowner = has_fowner();
+	caps = capabilities();
+	run.fowner = (caps & CAP_FOWNER_BIT) != 0;
+	run.anyowner = (caps & CAP_CHOWN_BIT) != 0;
 	run.linkrules = fs_sysctl("protected_hardlinks", '1') != '0' &&
 	    !run.fowner;
 	if (run.single) {

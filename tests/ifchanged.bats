@@ -426,6 +426,20 @@ full_tmpfs()
 	assert_status 0
 	cmp -s t in || fail "sparse: not the input"
 	[ "$(du -k t | cut -f1)" -lt 1024 ] || fail "sparse: $(du -k t | cut -f1) KiB used"
+	# An input that is the target's first part and ends in its hole
+	# (review: the new file ended with the target's last data, exit 0).
+	printf A > t
+	truncate -s 1M t
+	printf B >> t
+	head -c 524288 t > in
+	cp --sparse=always t base
+	run --separate-stderr "$PONYWRITE" -C -i in t
+	assert_status 0
+	cmp -s t in || fail "ends in a hole, from a file: $(stat -c %s t) bytes"
+	cp --sparse=always base t
+	run --separate-stderr "$PONYWRITE" -C t < <(cat in)
+	assert_status 0
+	cmp -s t in || fail "ends in a hole, from a pipe: $(stat -c %s t) bytes"
 	assert_no_litter
 }
 

@@ -29,7 +29,8 @@ mount_exchange()
 		    "$img" >/dev/null || fail "xfs_db cannot set the exchange feature"
 	fi
 	mkdir -p "$dir"
-	mount -o loop "$img" "$dir" || fail "cannot mount XFS with the exchange feature"
+	mount -o loop "$img" "$dir" 2>/dev/null ||
+	    skip "cannot loop-mount XFS (with the exchange feature)"
 	PW_MOUNTS+=("$(cd "$dir" && pwd -P)")
 	# XFS_IOC_EXCHANGE_RANGE, TO_EOF | DRY_RUN, from an O_TMPFILE file
 	echo probe > "$dir/.probe"

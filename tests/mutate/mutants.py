@@ -313,6 +313,8 @@ M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owne
 M("ifchanged-readonly-longer", "compare_input",
   [("return opt.append || *same == f->st.st_size;", "return 1;")],
   "-C takes an input that is a prefix of the target as unchanged", "ifchanged")
+M("ifchanged-hole-end", "write_changed", [("if ((n == 0 && ftruncate(fd, same) < 0) ||", "if (0 ||")],
+  "-C: an input that is the target's first part and ends in its hole comes out cut at the target's last data", "ifchanged")
 M("inplace-ifchanged-opens-rw", "open_target", [("int rw = opt.inplace && !opt.ifchanged;", "int rw = opt.inplace;")],
   "--in-place -C opens the target for writing before it compares: unchanged content fails on a read-only mount", "inplace")
 M("inplace-reopen-drops-lock", "reopen_to_exchange", [("\tif (opt.lock)\n\t\tf->keptfd = f->fd;\n\telse\n\t\tclose(f->fd);", "\tclose(f->fd);")],
