@@ -158,9 +158,10 @@ M("litter-untold", "unlink_litter", [("errno != ENOENT)) &&\n\t    tell)", "errn
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
-  [("\treturn set_mode(f, fd);\n", "\treturn 0;\n"), ("\tif ((f->meta.uid", "\tif (set_mode(f, fd) < 0)\n\t\treturn -1;\n\tif ((f->meta.uid")],
+  [("(!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))", "0)"), ("if (setid && set_mode(f, fd, f->meta.mode) < 0)", "if (0)"),
+   ("\tif (f->meta.gid != (gid_t)-1 || (f->meta.uid", "\tif (set_mode(f, fd, f->meta.mode) < 0)\n\t\treturn -1;\n\tif (f->meta.gid != (gid_t)-1 || (f->meta.uid")],
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
-M("xattrs-not-copied", "apply_metadata", [("if (f->regular && copy_xattrs(f, fd) < 0)", "if (0)")],
+M("xattrs-not-copied", "apply_metadata", [("if ((f->regular && copy_xattrs(f, fd, away) < 0) ||", "if ((0) ||")],
   "ACL and user.* attributes are not kept", "metadata")
 M("inherited-acl-kept", "drop_inherited_acl",
   [("if (fremovexattr(fd, \"system.posix_acl_access\") < 0 &&", "if (0 &&")],
@@ -173,7 +174,7 @@ M("setid-kept-on-chown", "decide_metadata",
   [("f->meta.mode &= ~(mode_t)(S_ISUID | S_ISGID);", ";")],
   "-o/-g keep the set-id bits under the new owner", "metadata")
 M("mode-not-checked", "set_mode",
-  [("if ((st.st_mode & 07777) == f->meta.mode)", "if (1)")],
+  [("if ((st.st_mode & 07777) == mode)", "if (1)")],
   "a set-group-ID bit dropped by the kernel goes unnoticed", "metadata")
 M("owner-not-kept", "decide_metadata",
   [("f->regular ? f->st.st_uid : (uid_t)-1;", "(uid_t)-1;")],
@@ -221,7 +222,7 @@ M("check-input-not-walked", "check_input",
   "--check does not walk a source: a planted link to /dev/null passes", "links")
 M("in-place-capabilities-dropped", "check_in_place", [("if (has_capabilities(f))", "if (0)")],
   "--in-place exchanges a file with file capabilities, which the kernel then removes", "metadata")
-M("in-place-backup-owner", "keep_exchanged", [("if (can_give_owner(j))", "if (1)")],
+M("in-place-backup-owner", "keep_exchanged", [("if (can_give_owner(run, j))", "if (1)")],
   "--in-place -b by a user on another user's file fails to keep the owner (exit 3)", "metadata")
 M("protected-symlinks-dirs-off", "followable_link",
   [("if (planted_in(fd, st.st_uid, S_IWOTH) != 0) {", "if (0) {")],
@@ -249,7 +250,7 @@ M("keep-old-check-silent", "check_job", [("check_keep_old(run, j) < 0 ||", "")],
 M("keep-old-setgid-linked", "check_keep_old",
   [("(m & (S_ISGID | S_IXGRP)) != (S_ISGID | S_IXGRP) &&", "")],
   "an executable set-group-ID file is taken to be linkable under protected_hardlinks", "flush")
-M("keep-old-uid-not-capability", "replace_all", [("run.fowner = has_fowner();", "run.fowner = geteuid() == 0;")],
+M("keep-old-uid-not-capability", "replace_all", [("run.fowner = (caps & CAP_FOWNER_BIT) != 0;", "run.fowner = geteuid() == 0;")],
   "root without CAP_FOWNER is taken to be able to link another user's set-user-ID file", "flush")
 M("nojournal-batch-per-file", "fs_plan", [("return PLAN_NOJOURNAL | PLAN_SYNCFS;", "return PLAN_NOJOURNAL;")],
   "a batch without a journal flushes each new file: flushes grow with the files", "flush")
@@ -308,13 +309,17 @@ M("sticky-rename-check-silent", "check_job", [("check_sticky(run, j) < 0 || ", "
   "--check says replace where the sticky bit refuses the rename", "links")
 M("fuse-hardlinks-check-kept", "check_keep_old", [("\tif (no_links(f))\n\t\treturn 0;\n", "")],
   "through FUSE, a link protected_hardlinks refuses fails the run instead of going on without", "flush")
-M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owner) || has_fowner())", "1")],
+M("sticky-backup-found-late", "planted_backup", [("(!sticky_keeps(f->dirfd, owner) ||\n\t    (capabilities() & CAP_FOWNER_BIT))", "1")],
   "-b over the directory owner's TARGET~ in a sticky directory fails after the target was replaced", "links")
 M("ifchanged-readonly-longer", "compare_input",
   [("return opt.append || *same == f->st.st_size;", "return 1;")],
   "-C takes an input that is a prefix of the target as unchanged", "ifchanged")
 M("ifchanged-hole-end", "write_changed", [("if ((n == 0 && ftruncate(fd, same) < 0) ||", "if (0 ||")],
   "-C: an input that is the target's first part and ends in its hole comes out cut at the target's last data", "ifchanged")
+M("owner-given-first", "apply_metadata", [("int away = f->meta.uid != (uid_t)-1 && f->meta.uid != geteuid();", "int away = 0;")],
+  "root without CAP_FOWNER gives another user's new file away before its ACL and mode: the replace fails", "metadata")
+M("setid-before-owner", "apply_metadata", [("(!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))", "set_mode(f, fd, f->meta.mode) < 0)")],
+  "root sets another user's set-ID bits while the new file is still root's: a set-user-ID root file for a moment", "metadata")
 M("inplace-ifchanged-opens-rw", "open_target", [("int rw = opt.inplace && !opt.ifchanged;", "int rw = opt.inplace;")],
   "--in-place -C opens the target for writing before it compares: unchanged content fails on a read-only mount", "inplace")
 M("inplace-reopen-drops-lock", "reopen_to_exchange", [("\tif (opt.lock)\n\t\tf->keptfd = f->fd;\n\telse\n\t\tclose(f->fd);", "\tclose(f->fd);")],
