@@ -4041,6 +4041,13 @@ copy_xattrs(const struct file *f, int to, int nocaps)
 #endif
 }
 
+/* chown(2) or chmod(2) refused as the file system sets none (fusefat). */
+static int
+sets_no_metadata(int e)
+{
+	return e == ENOSYS || e == EOPNOTSUPP || e == ENOTSUP;
+}
+
 /*
  * A file system without Unix modes (NTFS, exFAT, vfat) gives every file the
  * mount's mode: a new file gets it, as open(2) gives it; a mode asked for
@@ -4065,7 +4072,8 @@ set_mode(const struct file *f, int fd, mode_t mode)
 {
 	struct stat st;
 
-	if (fchmod(fd, mode) < 0)
+	/* A file system that sets no modes: what it gives may be right. */
+	if (fchmod(fd, mode) < 0 && !sets_no_metadata(errno))
 		return failed(f->target, "cannot set mode: %s",
 		    strerror(errno));
 	if (fstat(fd, &st) < 0)
@@ -4100,6 +4108,35 @@ in_groups(gid_t gid)
 }
 
 /*
+ * The caller's capabilities (/proc/self/status' CapEff): CAP_CHOWN,
+ * CAP_FOWNER.  Where they cannot be read, root is taken to have them.
+ */
+enum { CAP_CHOWN_BIT = 1, CAP_FOWNER_BIT = 8 };
+
+static int
+capabilities(void)
+{
+	unsigned long long caps;
+	char *line = NULL;
+	size_t cap = 0;
+	int r = geteuid() == 0 ? CAP_CHOWN_BIT | CAP_FOWNER_BIT : 0;
+	FILE *fp;
+
+	if ((fp = fopen("/proc/self/status", "re")) == NULL)
+		return r;
+	while (getline(&line, &cap, fp) > 0)
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			/* capability(7): CAP_CHOWN 0, CAP_FOWNER 3 */
+			r = (caps & 1 ? CAP_CHOWN_BIT : 0) |
+			    (caps & 8 ? CAP_FOWNER_BIT : 0);
+			break;
+		}
+	free(line);
+	fclose(fp);
+	return r;
+}
+
+/*
  * Can F's new file be given its owner and group, as chown(2) decides?
  * With CAP_CHOWN, any; without, its own user only (the caller's, which
  * made it), and one of the caller's groups.
@@ -4129,8 +4166,14 @@ can_give_owner(const struct run *run, const struct file *f)
 static int
 failed_owner(const struct file *f, int e)
 {
-	char who[128];
+	char who[128], type[64] = "?", opts[256];
+	int capable = (capabilities() & CAP_CHOWN_BIT) != 0;
 
+	if (e == EPERM && capable) {
+		mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
+		return failed(f->target, "cannot set owner and group: %s (this"
+		    " file system, %s, refused it)", strerror(e), type);
+	}
 	if (e == EPERM && opt.uid != (uid_t)-1 && !give_user(f)) {
 		id_name(0, f->meta.uid, who, sizeof who);
 		return failed(f->target, "cannot give it to %s, as -o asks: %s;"
@@ -4154,6 +4197,33 @@ failed_owner(const struct file *f, int e)
 }
 
 /*
+ * FD to UID and GID.  A file system that sets no owners (fusefat: ENOSYS)
+ * fails nothing where the file has them already.
+ */
+static int
+set_owner(const struct file *f, int fd, uid_t uid, gid_t gid)
+{
+	char type[64] = "?", opts[256];
+	struct stat st;
+	int e;
+
+	if (fchown(fd, uid, gid) == 0)
+		return 0;
+	if (!sets_no_metadata(e = errno) || fstat(fd, &st) < 0)
+		return failed_owner(f, e);
+	if ((uid == (uid_t)-1 || st.st_uid == uid) &&
+	    (gid == (gid_t)-1 || st.st_gid == gid))
+		return 0;
+	mount_of(f->dirfd, type, sizeof type, opts, sizeof opts);
+	return failed(f->target, "cannot set %s %lu: this file system (%s)"
+	    " gives every file %lu:%lu; it does not keep Unix owners",
+	    uid != (uid_t)-1 && st.st_uid != uid ? "owner" : "group",
+	    uid != (uid_t)-1 && st.st_uid != uid ? (unsigned long)uid :
+	    (unsigned long)gid, type, (unsigned long)st.st_uid,
+	    (unsigned long)st.st_gid);
+}
+
+/*
  * Step 4: the group, attributes, then mode.  A file that goes to another
  * user (root's run on another's file) is given away last, so that what
  * only its owner or CAP_FOWNER may set is set while the caller owns it;
@@ -4165,17 +4235,17 @@ apply_metadata(const struct file *f, int fd)
 	int away = f->meta.uid != (uid_t)-1 && f->meta.uid != geteuid();
 	int setid = (f->meta.mode & (S_ISUID | S_ISGID)) != 0;
 
-	if (f->meta.gid != (gid_t)-1 || (f->meta.uid != (uid_t)-1 && !away))
-		if (fchown(fd, away ? (uid_t)-1 : f->meta.uid,
-		    f->meta.gid) < 0)
-			return failed_owner(f, errno);
+	if ((f->meta.gid != (gid_t)-1 || (f->meta.uid != (uid_t)-1 &&
+	    !away)) && set_owner(f, fd, away ? (uid_t)-1 : f->meta.uid,
+	    f->meta.gid) < 0)
+		return -1;
 	if ((f->regular && copy_xattrs(f, fd, away) < 0) ||
 	    (!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))
 		return -1;
 	if (!away)
 		return 0;
-	if (fchown(fd, f->meta.uid, (gid_t)-1) < 0)
-		return failed_owner(f, errno);
+	if (set_owner(f, fd, f->meta.uid, (gid_t)-1) < 0)
+		return -1;
 	if (setid && set_mode(f, fd, f->meta.mode) < 0)
 		return -1;
 #ifdef HAVE_XATTR
@@ -4695,35 +4765,6 @@ check_dir(const struct file *f)
 		return failed(f->target, "directory %s is %s; cannot be %s",
 		    f->dirpath, why, f->exists ? "replaced" : "created");
 	return 0;
-}
-
-/*
- * The caller's capabilities (/proc/self/status' CapEff): CAP_CHOWN,
- * CAP_FOWNER.  Where they cannot be read, root is taken to have them.
- */
-enum { CAP_CHOWN_BIT = 1, CAP_FOWNER_BIT = 8 };
-
-static int
-capabilities(void)
-{
-	unsigned long long caps;
-	char *line = NULL;
-	size_t cap = 0;
-	int r = geteuid() == 0 ? CAP_CHOWN_BIT | CAP_FOWNER_BIT : 0;
-	FILE *fp;
-
-	if ((fp = fopen("/proc/self/status", "re")) == NULL)
-		return r;
-	while (getline(&line, &cap, fp) > 0)
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			/* capability(7): CAP_CHOWN 0, CAP_FOWNER 3 */
-			r = (caps & 1 ? CAP_CHOWN_BIT : 0) |
-			    (caps & 8 ? CAP_FOWNER_BIT : 0);
-			break;
-		}
-	free(line);
-	fclose(fp);
-	return r;
 }
 
 /*

@@ -75,6 +75,31 @@ new_files_on()
 	new_files_on m
 }
 
+# Issue 56: fusefat has no chmod or chown (ENOSYS): every replace failed
+# "cannot set owner and group: Function not implemented", though the file
+# had the only mode and owner that mount gives.
+@test "FAT through fusefat (no chmod, no chown): replaced and created by every form, as cp does; a mode, owner or group it cannot give fails, naming it" {
+	mount_fusefat m
+	new_files_on m
+	echo old > m/t
+	snapshot m/t
+	run --separate-stderr "$PONYWRITE" -m 0644 m/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: m/t: cannot set mode 0644: this file system (fuse.fusefat) made it 0700; it does not keep Unix modes"
+	run --separate-stderr "$PONYWRITE" -o 1 m/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: m/t: cannot set owner 1: this file system (fuse.fusefat) gives every file 0:0; it does not keep Unix owners"
+	run --separate-stderr "$PONYWRITE" -g 1 m/t < <(echo new)
+	assert_status 1
+	assert_stderr "ponywrite: m/t: cannot set group 1: this file system (fuse.fusefat) gives every file 0:0; it does not keep Unix owners"
+	assert_untouched m/t
+	# what it gives, asked for, is no failure
+	run --separate-stderr "$PONYWRITE" -m 0700 -o 0 -g 0 m/t < <(echo new)
+	assert_status 0
+	assert_content m/t $'new\n'
+	assert_no_litter m
+}
+
 @test "NTFS: -m that the file system cannot keep fails, naming the file system" {
 	mount_ntfs m
 	run --separate-stderr "$PONYWRITE" -m 0644 m/new < <(echo new)

@@ -410,6 +410,21 @@ mount_exfat()
 	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
 }
 
+# mount_fusefat DIR: a fresh FAT image on DIR through fusefat, which has no
+# chmod and no chown (ENOSYS).  Root only.
+mount_fusefat()
+{
+	require_root
+	require_cmd mkfs.vfat fusefat
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	local img="$BATS_TEST_TMPDIR/fat.img"
+	truncate -s 64M "$img"
+	mkfs.vfat "$img" >/dev/null 2>&1 || skip "mkfs.vfat failed"
+	mkdir -p "$1"
+	fusefat -o rw+ "$img" "$1" >/dev/null 2>&1 || skip "fusefat cannot mount"
+	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
+}
+
 # mount_ext4 DIR MIB [OPTS]: a fresh ext4 file system of MIB MiB, no blocks
 # reserved for root, loop-mounted on DIR (created).  Root only.
 mount_ext4()
