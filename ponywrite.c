@@ -319,6 +319,7 @@ struct run {
 					   caller: check_keep_old */
 	int	 fowner;		/* the caller has CAP_FOWNER */
 	int	 anyowner;		/* ... CAP_CHOWN: can_give_owner */
+	uid_t	 euid;			/* its user: apply_metadata */
 	struct srcdir src;		/* the directory of the last source */
 };
 
@@ -4230,9 +4231,9 @@ set_owner(const struct file *f, int fd, uid_t uid, gid_t gid)
  * chown(2) clears set-ID bits and file capabilities, which follow it.
  */
 static int
-apply_metadata(const struct file *f, int fd)
+apply_metadata(const struct run *run, const struct file *f, int fd)
 {
-	int away = f->meta.uid != (uid_t)-1 && f->meta.uid != geteuid();
+	int away = f->meta.uid != (uid_t)-1 && f->meta.uid != run->euid;
 	int setid = (f->meta.mode & (S_ISUID | S_ISGID)) != 0;
 
 	if ((f->meta.gid != (gid_t)-1 || (f->meta.uid != (uid_t)-1 &&
@@ -5995,7 +5996,7 @@ make_ready(struct run *run, struct file *j)
 	int later = flush_later(run, j);
 
 	if ((opt.ifchanged && check_replaceable(j, run->single) < 0) ||
-	    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||
+	    (!opt.inplace && apply_metadata(run, j, j->newfd) < 0) ||
 	    name_new(j, j->newfd) < 0 ||
 	    (later && start_flush(j, j->newfd) < 0) ||
 	    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&
@@ -6146,7 +6147,7 @@ keep_exchanged(const struct run *run, struct file *j)
 	if (opt.sync)
 		jobs[j->dir].flushdir |= FLUSH_RENAMED;
 	if (can_give_owner(run, j))
-		r = apply_metadata(j, j->newfd);
+		r = apply_metadata(run, j, j->newfd);
 	else if ((r = drop_inherited_acl(j, j->newfd)) == 0 &&
 	    fchmod(j->newfd, 0600) < 0)
 		r = failed(j->target, "cannot set mode: %s", strerror(errno));
@@ -6937,6 +6938,7 @@ replace_all(void)
 	caps = capabilities();
 	run.fowner = (caps & CAP_FOWNER_BIT) != 0;
 	run.anyowner = (caps & CAP_CHOWN_BIT) != 0;
+	run.euid = geteuid();
 	run.linkrules = fs_sysctl("protected_hardlinks", '1') != '0' &&
 	    !run.fowner;
 	if (run.single) {

@@ -71,7 +71,7 @@ M("file-flush-status-0", "flush_renamed_files",
   [("status = run->late;", "status = 0;")],
   "btrfs: a failed flush of the renamed file exits 0 instead of 3", "status")
 M("flush-before-metadata", "make_ready",
-  [("(!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    (!opt.inplace && apply_metadata(j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||")],
+  [("(!opt.inplace && apply_metadata(run, j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||\n\t    (later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||", "(later && start_flush(j, j->newfd) < 0) ||\n\t    (!later && (j->flushes & (FL_WAIT | FL_FSYNC)) &&\n\t    flush_new(j, j->newfd) < 0) ||\n\t    (!opt.inplace && apply_metadata(run, j, j->newfd) < 0) ||\n\t    name_new(j, j->newfd) < 0 ||")],
   "the temporary file is flushed before its owner, attributes and mode are set", "flush")
 M("no-parent-flush", "make_dir", [("r = flush_fd(dir);", "r = 0;")],
   "-p does not flush the parent of a created directory", "flush")
@@ -316,7 +316,7 @@ M("ifchanged-readonly-longer", "compare_input",
   "-C takes an input that is a prefix of the target as unchanged", "ifchanged")
 M("ifchanged-hole-end", "write_changed", [("if ((n == 0 && ftruncate(fd, same) < 0) ||", "if (0 ||")],
   "-C: an input that is the target's first part and ends in its hole comes out cut at the target's last data", "ifchanged")
-M("owner-given-first", "apply_metadata", [("int away = f->meta.uid != (uid_t)-1 && f->meta.uid != geteuid();", "int away = 0;")],
+M("owner-given-first", "apply_metadata", [("int away = f->meta.uid != (uid_t)-1 && f->meta.uid != run->euid;", "int away = 0;")],
   "root without CAP_FOWNER gives another user's new file away before its ACL and mode: the replace fails", "metadata")
 M("setid-before-owner", "apply_metadata", [("(!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))", "set_mode(f, fd, f->meta.mode) < 0)")],
   "root sets another user's set-ID bits while the new file is still root's: a set-user-ID root file for a moment", "metadata")
