@@ -4225,29 +4225,80 @@ set_owner(const struct file *f, int fd, uid_t uid, gid_t gid)
 }
 
 /*
+ * The mode F's new file may have before it is given away to another user:
+ * no set-ID bits, and no more for the group and others than for the owner,
+ * so that the owner-to-be, through its group or as another while the
+ * caller owns the file, never gets more than the final file gives it.
+ */
+static mode_t
+mode_before_away(mode_t mode)
+{
+	mode_t u = (mode >> 6) & 7;
+
+	return (mode & 01700) | (mode & (u << 3)) | (mode & u);
+}
+
+/*
+ * Is F's new file given away (root's run on another user's file), and is
+ * its mode one that can only be set once it is the owner's: set-ID bits,
+ * which chown(2) clears, or an owner with less than the group or others?
+ * That chmod needs CAP_FOWNER.
+ */
+static int
+mode_after_away(const struct run *run, const struct file *f)
+{
+	return f->meta.uid != (uid_t)-1 && f->meta.uid != run->euid &&
+	    mode_before_away(f->meta.mode) != f->meta.mode;
+}
+
+static int
+failed_mode_after_away(const struct file *f)
+{
+	char who[128];
+
+	id_name(0, f->meta.uid, who, sizeof who);
+	return failed(f->target, "cannot set mode %04o once the new file is"
+	    " %s's: %s (this root process has no CAP_FOWNER, which set-ID bits"
+	    " or an owner with fewer rights than others need)",
+	    (unsigned)f->meta.mode, who, strerror(EPERM));
+}
+
+/*
  * Step 4: the group, attributes, then mode.  A file that goes to another
  * user (root's run on another's file) is given away last, so that what
  * only its owner or CAP_FOWNER may set is set while the caller owns it;
- * chown(2) clears set-ID bits and file capabilities, which follow it.
+ * chown(2) clears file capabilities, which follow it.  A mode that can
+ * only be set after (mode_after_away) is, with the attributes, as the
+ * owner's file; before, the file never gives anyone more than the final
+ * one will (mode_before_away).
  */
 static int
 apply_metadata(const struct run *run, const struct file *f, int fd)
 {
 	int away = f->meta.uid != (uid_t)-1 && f->meta.uid != run->euid;
-	int setid = (f->meta.mode & (S_ISUID | S_ISGID)) != 0;
+	mode_t before = mode_before_away(f->meta.mode);
 
 	if ((f->meta.gid != (gid_t)-1 || (f->meta.uid != (uid_t)-1 &&
 	    !away)) && set_owner(f, fd, away ? (uid_t)-1 : f->meta.uid,
 	    f->meta.gid) < 0)
 		return -1;
+	if (mode_after_away(run, f)) {
+		if (!run->fowner)
+			return failed_mode_after_away(f);
+		/* 0600 from its creation gives the owner-to-be rw at most */
+		if (drop_inherited_acl(f, fd) < 0 || ((before & 0600) !=
+		    0600 && set_mode(f, fd, before) < 0) ||
+		    set_owner(f, fd, f->meta.uid, (gid_t)-1) < 0)
+			return -1;
+		return (f->regular && copy_xattrs(f, fd, 0) < 0) ||
+		    set_mode(f, fd, f->meta.mode) < 0 ? -1 : 0;
+	}
 	if ((f->regular && copy_xattrs(f, fd, away) < 0) ||
-	    (!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))
+	    set_mode(f, fd, f->meta.mode) < 0)
 		return -1;
 	if (!away)
 		return 0;
 	if (set_owner(f, fd, f->meta.uid, (gid_t)-1) < 0)
-		return -1;
-	if (setid && set_mode(f, fd, f->meta.mode) < 0)
 		return -1;
 #ifdef HAVE_XATTR
 	if (f->regular && f->meta.uid == f->st.st_uid &&
@@ -6590,7 +6641,8 @@ static int
 check_owner(const struct run *run, const struct file *f)
 {
 	if (can_give_owner(run, f))
-		return 0;
+		return mode_after_away(run, f) && !run->fowner ?
+		    failed_mode_after_away(f) : 0;
 	if (may_stay(f)) {	/* as apply_metadata: -C may not need to */
 		warnx(f->target, "a run fails unless nothing changes (-C):"
 		    " cannot give owner %lu and group %lu: %s",

@@ -493,7 +493,7 @@ meta_trace()
 	echo old > d/a
 	chown nobody:nogroup d/a
 	chmod 0640 d/a
-	setfacl -m u:daemon:r d/a
+	setfacl -m u:daemon:r,m::r d/a
 	setfattr -n user.k -v kept d/a
 	local drop=(setpriv --inh-caps=-fowner --bounding-set=-fowner --)
 	"${drop[@]}" bash -c 'c=$(awk "/^CapEff/ { print \$2 }" /proc/self/status)
@@ -792,4 +792,65 @@ owners_home()
 	assert_status 0
 	assert_content m/home/prog $'new\n'
 	assert_mode m/home/prog 2755
+}
+
+# Review of issue 56: with the owner given last, a mode whose owner has
+# less than its group (0460) let the owner-to-be write the temporary file
+# through the group while root owned it.
+@test "a file given to another user never gives the owner-to-be more than the final file, before or after the chown (root)" {
+	require_root
+	require_cmd strace
+	local m calls
+	for m in 0460 0406 0046 4555 2511; do
+		echo old > t
+		chown daemon:daemon t
+		chmod "$m" t
+		run --separate-stderr strace -o trace -e trace=fchown,fchmod "$PONYWRITE" t < <(echo new)
+		assert_status 0
+		assert_mode t "${m#0}"
+		assert_owner t 1 1
+		calls=$(grep -E '^fch(own|mod)\(' trace)
+		# the file from its creation (0600): while root's, daemon (in
+		# group daemon) gets no more than the final owner's bits, nor
+		# the group or others more than theirs, nor set-ID bits on it;
+		# once daemon's, its owner bits no more than the final ones
+		python3 - "$calls" "$m" <<'PY' || fail "$m: $calls"
+import re, sys
+final = int(sys.argv[2], 8)
+fu, fg, fo = (final >> 6) & 7, (final >> 3) & 7, final & 7
+cur, owned = 0o600, False
+for line in sys.argv[1].splitlines():
+    if re.match(r"fchown\(\d+, 1, ", line):
+        owned = True
+    mm = re.match(r"fchmod\(\d+, 0?([0-7]+)\)", line)
+    if mm:
+        cur = int(mm.group(1), 8)
+    u, g, o = (cur >> 6) & 7, (cur >> 3) & 7, cur & 7
+    if not owned and (cur & 0o6000 or g & ~fu or g & ~fg or o & ~fu or o & ~fo):
+        sys.exit(1)
+    if owned and cur != final and (u & ~fu or g & ~fg or o & ~fo):
+        sys.exit(1)
+PY
+	done
+	assert_no_litter
+}
+
+@test "root without CAP_FOWNER: another user's set-ID file is refused by --check and the run alike, naming the capability" {
+	require_root
+	mkdir m
+	mount -t tmpfs tmpfs m 2>/dev/null || skip "cannot mount tmpfs"
+	PW_MOUNTS+=("$(cd m && pwd -P)")
+	chmod 0755 m
+	echo old > m/s
+	chown nobody:nogroup m/s
+	chmod 4755 m/s
+	snapshot m/s
+	local drop=(setpriv --inh-caps=-fowner --bounding-set=-fowner --) c
+	for c in --check ""; do
+		run --separate-stderr "${drop[@]}" "$PONYWRITE" $c m/s < <(echo new)
+		assert_status 1
+		assert_stderr_has "ponywrite: m/s: cannot set mode 4755 once the new file is nobody (65534)'s: Operation not permitted (this root process has no CAP_FOWNER"
+	done
+	assert_untouched m/s
+	assert_no_litter m
 }

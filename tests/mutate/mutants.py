@@ -158,7 +158,8 @@ M("litter-untold", "unlink_litter", [("errno != ENOENT)) &&\n\t    tell)", "errn
 
 # --- metadata: owner, ACL, xattrs, mode, and their order
 M("mode-before-owner", "apply_metadata",
-  [("(!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))", "0)"), ("if (setid && set_mode(f, fd, f->meta.mode) < 0)", "if (0)"),
+  [("if ((f->regular && copy_xattrs(f, fd, away) < 0) ||\n\t    set_mode(f, fd, f->meta.mode) < 0)", "if ((f->regular && copy_xattrs(f, fd, away) < 0))"),
+   ("return (f->regular && copy_xattrs(f, fd, 0) < 0) ||\n\t\t    set_mode(f, fd, f->meta.mode) < 0 ? -1 : 0;", "return (f->regular && copy_xattrs(f, fd, 0) < 0) ? -1 : 0;"),
    ("\tif ((f->meta.gid != (gid_t)-1 || (f->meta.uid", "\tif (set_mode(f, fd, f->meta.mode) < 0)\n\t\treturn -1;\n\tif ((f->meta.gid != (gid_t)-1 || (f->meta.uid")],
   "the mode (set-id bits) is set before the owner, which clears them", "metadata")
 M("xattrs-not-copied", "apply_metadata", [("if ((f->regular && copy_xattrs(f, fd, away) < 0) ||", "if ((0) ||")],
@@ -318,7 +319,7 @@ M("ifchanged-hole-end", "write_changed", [("if ((n == 0 && ftruncate(fd, same) <
   "-C: an input that is the target's first part and ends in its hole comes out cut at the target's last data", "ifchanged")
 M("owner-given-first", "apply_metadata", [("int away = f->meta.uid != (uid_t)-1 && f->meta.uid != run->euid;", "int away = 0;")],
   "root without CAP_FOWNER gives another user's new file away before its ACL and mode: the replace fails", "metadata")
-M("setid-before-owner", "apply_metadata", [("(!(away && setid) && set_mode(f, fd, f->meta.mode) < 0))", "set_mode(f, fd, f->meta.mode) < 0)")],
+M("setid-before-owner", "apply_metadata", [("if (mode_after_away(run, f)) {", "if (0) {")],
   "root sets another user's set-ID bits while the new file is still root's: a set-user-ID root file for a moment", "metadata")
 M("no-chown-fails", "set_owner", [("if (!sets_no_metadata(e = errno) || fstat(fd, &st) < 0)", "if ((e = errno) || fstat(fd, &st) < 0)")],
   "fusefat (no chown): every replace fails, though the file has the only owner the mount gives", "foreignfs")
@@ -326,6 +327,10 @@ M("no-chmod-fails", "set_mode", [("if (fchmod(fd, mode) < 0 && !sets_no_metadata
   "fusefat (no chmod): every new file fails, though it has the mode the mount gives", "foreignfs")
 M("no-chown-any-owner", "set_owner", [("if ((uid == (uid_t)-1 || st.st_uid == uid) &&", "if (1 ||")],
   "fusefat: -o an owner the file system does not give is taken silently", "foreignfs")
+M("before-away-unmasked", "mode_before_away", [("return (mode & 01700) | (mode & (u << 3)) | (mode & u);", "return mode & 01777;")],
+  "root gives another user a 0460 file: while root owns it, the owner-to-be writes it through the group", "metadata")
+M("after-away-fowner-unchecked", "apply_metadata", [("if (!run->fowner)\n\t\t\treturn failed_mode_after_away(f);", "if (0)\n\t\t\treturn failed_mode_after_away(f);")],
+  "root without CAP_FOWNER on another user's set-ID file: the run fails with a message that names no cause", "metadata")
 M("inplace-ifchanged-opens-rw", "open_target", [("int rw = opt.inplace && !opt.ifchanged;", "int rw = opt.inplace;")],
   "--in-place -C opens the target for writing before it compares: unchanged content fails on a read-only mount", "inplace")
 M("inplace-reopen-drops-lock", "reopen_to_exchange", [("\tif (opt.lock)\n\t\tf->keptfd = f->fd;\n\telse\n\t\tclose(f->fd);", "\tclose(f->fd);")],
