@@ -3973,8 +3973,10 @@ copy_xattr(const struct file *f, const char *name, int to)
 	char *val;
 	int r = 0;
 
+	/* ENOTSUP: the old file's file system has no attributes (sshfs). */
 	if ((len = old_xattr(f, name, NULL, 0)) < 0)
-		return errno == ENODATA ? 0 : failed_xattr(f, name);
+		return errno == ENODATA || errno == ENOTSUP ? 0 :
+		    failed_xattr(f, name);
 	val = xmalloc(len + 1);
 	if ((len = old_xattr(f, name, val, len)) < 0)
 		r = failed_xattr(f, name);
