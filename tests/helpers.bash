@@ -422,8 +422,10 @@ mount_fusefat()
 	mkfs.vfat "$img" >/dev/null 2>&1 || skip "mkfs.vfat failed"
 	mkdir -p "$1"
 	# fusefat exits 0 where its mount then fails (a container's root)
-	fusefat -o rw+ "$img" "$1" >/dev/null 2>&1 && mountpoint -q "$1" ||
-	    skip "fusefat cannot mount"
+	if ! fusefat -o rw+ "$img" "$1" >/dev/null 2>&1 ||
+	    ! mountpoint -q "$1"; then
+		skip "fusefat cannot mount"
+	fi
 	PW_MOUNTS+=("$(cd "$1" && pwd -P)")
 }
 
